@@ -1,0 +1,24 @@
+"""Exceptions raised by tunetrack's setup and read paths.
+
+Training-time faults never raise (they warn once and are counted); these errors are for mistakes a
+user should fix before or after training: naming a run that does not exist, an ambiguous prefix, or a
+bad value in ``strict`` mode.
+"""
+
+from __future__ import annotations
+
+
+class TunetrackError(LookupError):
+    """Base class for every error tunetrack raises on purpose."""
+
+
+class RunNotFound(TunetrackError):
+    """No run matches the id, prefix or name that was given."""
+
+
+class AmbiguousRun(TunetrackError):
+    """A prefix or name matches several runs; the message lists them."""
+
+
+class InvalidValue(TunetrackError, TypeError):
+    """A logged value tunetrack cannot store (raised only with ``strict=True``)."""

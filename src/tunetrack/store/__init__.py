@@ -1,0 +1,1 @@
+"""The embedded run store: on-disk layout, record framing, and the local-store backend."""

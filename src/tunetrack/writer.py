@@ -1,0 +1,199 @@
+"""The background writer: everything ``Tracker.log`` leaves undone happens here.
+
+A daemon thread wakes every ``tick`` seconds, drains the shared deque with ``popleft`` (safe against
+concurrent ``append`` from the training thread without a lock), and writes a batch when the flush
+interval has passed, when enough rows are pending, or when asked to. Backends are called here too, so
+a slow or broken backend costs training nothing: its first exception is reported and it is disabled.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from ._values import DROP, to_python
+from ._warnings import warn_once
+from .backends.base import Backend, RunInfo
+from .store.local import LocalStore, encode_rows
+
+#: Marks a control item in the deque (config, event, flush request) instead of a metrics row.
+CONTROL = object()
+BATCH_ROWS = 4096
+
+
+class Counters:
+    """What could not be kept: reported in ``finish()`` and stored in the run's end record."""
+
+    def __init__(self) -> None:
+        self.dropped_rows = 0  # buffer full (the writer could not keep up)
+        self.dropped_values = 0  # unsupported values
+        self.lost_rows = 0  # the store could not write them (disk full, unwritable dir)
+        self.late_rows = 0  # logged after finish()
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+class Writer(threading.Thread):
+    def __init__(
+        self,
+        buf: deque,
+        store: LocalStore | None,
+        backends: Sequence[Backend],
+        run: RunInfo,
+        counters: Counters,
+        flush_interval: float = 1.0,
+        fsync_interval: float = 30.0,
+        heartbeat_interval: float = 5.0,
+        tick: float = 0.05,
+    ) -> None:
+        super().__init__(name=f"tunetrack-writer-{run.id}", daemon=True)
+        self.buf = buf
+        self.store = store
+        self.backends = list(backends)
+        self.run_info = run
+        self.counters = counters
+        self.flush_interval = flush_interval
+        self.fsync_interval = fsync_interval
+        self.heartbeat_interval = heartbeat_interval
+        self.tick = min(tick, flush_interval)
+        self.stop_event = threading.Event()
+        self.end: dict[str, Any] = {}
+        self._pending: list[tuple] = []
+        self._last_write = self._last_fsync = self._last_beat = time.monotonic()
+
+    # -- the loop -------------------------------------------------------------------------------
+    def run(self) -> None:
+        for backend in list(self.backends):
+            self._call(backend, "start", self.run_info)
+        while True:
+            stopping = self.stop_event.wait(self.tick)
+            try:
+                self._cycle(stopping)
+            except Exception as exc:  # never let the thread die: a dead writer loses everything after
+                warn_once(f"writer:{type(exc).__name__}", f"writer error (continuing): {exc!r}")
+            if stopping:
+                break
+        self._close()
+
+    def _cycle(self, stopping: bool) -> None:
+        waiters = self._drain()
+        now = time.monotonic()
+        due = now - self._last_write >= self.flush_interval
+        if self._pending and (due or stopping or waiters or len(self._pending) >= BATCH_ROWS):
+            self._write_rows()
+        if self.store is not None and (due or waiters):
+            self._store_op(lambda s: s.flush(fsync=self._fsync_due(now)))
+            self._last_write = now
+        if self.store is not None and now - self._last_beat >= self.heartbeat_interval:
+            self._store_op(LocalStore.heartbeat)
+            self._last_beat = now
+        for event in waiters:
+            event.set()
+
+    def _fsync_due(self, now: float) -> bool:
+        if self.fsync_interval and now - self._last_fsync >= self.fsync_interval:
+            self._last_fsync = now
+            return True
+        return False
+
+    def _drain(self) -> list[threading.Event]:
+        """Move rows to ``_pending``; handle control items in order. Returns flush waiters."""
+        buf, pending, waiters = self.buf, self._pending, []
+        for _ in range(len(buf)):
+            item = buf.popleft()
+            if item[0] is not CONTROL:
+                pending.append(item)
+                continue
+            if pending:  # keep order: rows logged before a control item are written before it
+                self._write_rows()
+            _, kind, payload = item
+            if kind == "flush":
+                waiters.append(payload)
+            else:
+                self._control(kind, payload)
+        return waiters
+
+    # -- writing --------------------------------------------------------------------------------
+    def _write_rows(self) -> None:
+        rows, self._pending = self._pending, []
+        if self.store is not None:
+            record = encode_rows(rows, on_drop=self._on_drop)
+            if not self._store_op(lambda s: s.append(record)):
+                self.counters.lost_rows += len(rows)
+        elif self.run_info.dir is not None:
+            self.counters.lost_rows += len(rows)
+        if self.backends:
+            dict_rows = [(step, t, _as_dict(row)) for step, t, row in rows]
+            for backend in list(self.backends):
+                self._call(backend, "log", dict_rows)
+
+    def _control(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "config":
+            record = {"k": "c", "t": payload["time"], "config": payload["config"]}
+            self._store_op(lambda s: s.append(record))
+            for backend in list(self.backends):
+                self._call(backend, "log_config", payload["config"])
+        elif kind == "event":
+            self._store_op(lambda s: s.append({"k": "e", **payload}))
+            for backend in list(self.backends):
+                if hasattr(backend, "log_event"):
+                    self._call(backend, "log_event", payload)
+
+    def _on_drop(self, key: str, count: int) -> None:
+        self.counters.dropped_values += count
+        warn_once(
+            f"{self.run_info.id}:unsupported:{key}",
+            f"values logged under {key!r} are not scalars (or 0-d tensors) and were not stored; "
+            "log a number, string, bool or None (use strict=True to raise instead)",
+        )
+
+    def _store_op(self, op: Any) -> bool:
+        if self.store is None:
+            return False
+        try:
+            op(self.store)
+            return True
+        except OSError as exc:
+            warn_once(
+                f"{self.run_info.id}:store-write",
+                f"cannot write to {self.store.run_dir} ({exc.strerror or exc}); training goes on, "
+                "the rows that could not be stored are counted and reported at finish()",
+            )
+            return False
+
+    def _call(self, backend: Backend, method: str, *args: Any) -> None:
+        try:
+            getattr(backend, method)(*args)
+        except Exception:
+            name = type(backend).__name__
+            warn_once(
+                f"{self.run_info.id}:backend:{id(backend)}",
+                f"backend {name}.{method}() raised; it is disabled for this run:\n{traceback.format_exc()}",
+            )
+            if backend in self.backends:
+                self.backends.remove(backend)
+
+    def _close(self) -> None:
+        self._drain()
+        if self._pending:
+            self._write_rows()
+        state = self.end.get("state", "finished")
+        for backend in list(self.backends):
+            self._call(backend, "finish", state)
+        if self.store is not None:
+            self.end["counters"] = self.counters.as_dict()
+            self._store_op(lambda s: s.close(self.end))
+
+
+def _as_dict(row: dict[Any, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in row.items():
+        converted = to_python(value)
+        if converted is not DROP:
+            out[key if type(key) is str else str(key)] = converted
+    return out

@@ -28,7 +28,7 @@ from .backends.base import Backend, RunInfo
 from .errors import InvalidValue
 from .store import layout
 from .store.local import LocalStore
-from .writer import CONTROL, Counters, Writer
+from .writer import Counters, Writer
 
 _live: weakref.WeakSet[Tracker] = weakref.WeakSet()
 _hooks_lock = threading.Lock()
@@ -36,6 +36,7 @@ _hooks_installed = False
 _previous_handlers: dict[int, Any] = {}
 _previous_excepthook = sys.excepthook
 _all_fast = FAST_TYPES.issuperset
+_all_float = frozenset({float}).issuperset
 
 
 class Tracker:
@@ -78,6 +79,7 @@ class Tracker:
         self._max_pending = max_pending
         self._lock = threading.RLock()
         self._buf: deque | None = None
+        self._controls: deque = deque()
         self._writer: Writer | None = None
         self._counters = Counters()
         self._started = self._finished = False
@@ -133,6 +135,7 @@ class Tracker:
         self._buf = deque()
         self._writer = Writer(
             self._buf,
+            self._controls,
             store,
             self._backends,
             info,
@@ -202,11 +205,11 @@ class Tracker:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written and flushed to the OS."""
-        buf, writer = self._buf, self._writer
-        if buf is None or writer is None or not writer.is_alive():
+        writer = self._writer
+        if self._buf is None or writer is None or not writer.is_alive():
             return False
         done = threading.Event()
-        buf.append((CONTROL, "flush", done))
+        self._controls.append(("flush", done))
         return done.wait(timeout)
 
     def __enter__(self) -> Tracker:
@@ -234,13 +237,15 @@ class Tracker:
                 step = self._step + 1
             elif type(step) is not int:
                 step = self._coerce_step(step)
-            if _all_fast(map(type, metrics.values())):
-                row = dict(metrics)
+            if _all_float(map(type, metrics.values())):  # the writer's fastest encoding
+                row, plain = dict(metrics), True
+            elif _all_fast(map(type, metrics.values())):
+                row, plain = dict(metrics), False
             else:
-                row = snapshot(metrics, self.strict)
+                row, plain = snapshot(metrics, self.strict), False
             self._step = step
             if len(buf) < self._max_pending:
-                buf.append((step, time.time(), row))
+                buf.append((step, time.time(), row, plain))
             else:
                 self._counters.dropped_rows += 1
                 warn_once(
@@ -299,10 +304,9 @@ class Tracker:
         self._step = step
 
     def _control(self, kind: str, payload: dict[str, Any]) -> None:
-        buf = self._buf
-        if buf is None and (buf := self._buf_slow()) is None:
+        if self._buf is None and self._buf_slow() is None:
             return
-        buf.append((CONTROL, kind, payload))
+        self._controls.append((kind, payload))
 
 
 # -- process-wide hooks: truthful run states without a server ------------------------------------

@@ -1,7 +1,8 @@
 """The background writer: everything ``Tracker.log`` leaves undone happens here.
 
-A daemon thread wakes every ``tick`` seconds, drains the shared deque with ``popleft`` (safe against
-concurrent ``append`` from the training thread without a lock), and writes a batch when the flush
+A daemon thread wakes every ``tick`` seconds, drains the shared deques with ``popleft`` (safe against
+concurrent ``append`` from the training thread without a lock; rows and control items such as config,
+events and flush requests travel in separate deques), and writes a batch when the flush
 interval has passed, when enough rows are pending, or when asked to. Backends are called here too, so
 a slow or broken backend costs training nothing: its first exception is reported and it is disabled.
 """
@@ -20,8 +21,6 @@ from ._warnings import warn_once
 from .backends.base import Backend, RunInfo
 from .store.local import LocalStore, encode_rows
 
-#: Marks a control item in the deque (config, event, flush request) instead of a metrics row.
-CONTROL = object()
 BATCH_ROWS = 4096
 
 
@@ -42,6 +41,7 @@ class Writer(threading.Thread):
     def __init__(
         self,
         buf: deque,
+        controls: deque,
         store: LocalStore | None,
         backends: Sequence[Backend],
         run: RunInfo,
@@ -53,6 +53,7 @@ class Writer(threading.Thread):
     ) -> None:
         super().__init__(name=f"tunetrack-writer-{run.id}", daemon=True)
         self.buf = buf
+        self.controls = controls
         self.store = store
         self.backends = list(backends)
         self.run_info = run
@@ -102,16 +103,16 @@ class Writer(threading.Thread):
         return False
 
     def _drain(self) -> list[threading.Event]:
-        """Move rows to ``_pending``; handle control items in order. Returns flush waiters."""
-        buf, pending, waiters = self.buf, self._pending, []
-        for _ in range(len(buf)):
-            item = buf.popleft()
-            if item[0] is not CONTROL:
-                pending.append(item)
-                continue
-            if pending:  # keep order: rows logged before a control item are written before it
-                self._write_rows()
-            _, kind, payload = item
+        """Move queued rows to ``_pending`` and apply control items; return the flush waiters.
+
+        Controls are taken first: every row logged before a flush request is then drained too.
+        """
+        controls, rows = self.controls, self.buf
+        items = [controls.popleft() for _ in range(len(controls))]
+        pop = rows.popleft
+        self._pending.extend([pop() for _ in range(len(rows))])
+        waiters = []
+        for kind, payload in items:
             if kind == "flush":
                 waiters.append(payload)
             else:
@@ -128,7 +129,7 @@ class Writer(threading.Thread):
         elif self.run_info.dir is not None:
             self.counters.lost_rows += len(rows)
         if self.backends:
-            dict_rows = [(step, t, _as_dict(row)) for step, t, row in rows]
+            dict_rows = [(step, t, _as_dict(row)) for step, t, row, _ in rows]
             for backend in list(self.backends):
                 self._call(backend, "log", dict_rows)
 

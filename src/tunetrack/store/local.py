@@ -9,6 +9,7 @@ then decodes a few large byte strings instead of millions of small objects.
 from __future__ import annotations
 
 import os
+import struct
 import time
 from array import array
 from collections.abc import Sequence
@@ -23,8 +24,7 @@ from .._values import DROP, to_python
 from . import layout
 from .framing import frame
 
-RawRow = tuple[int, float, dict]
-_FLOAT = frozenset({float})
+RawRow = tuple[int, float, dict, bool]
 
 
 def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int] | None]:
@@ -45,21 +45,21 @@ def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int
 
 
 def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
-    """One ``r`` record for a batch of raw rows (``(step, time, metrics)``).
+    """One ``r`` record for a batch of raw rows (``(step, time, metrics, all_floats)``).
 
     The common case (every row has the same string keys and only float values, as a training loop
     logs) is one row-major float64 matrix built in a single C-level pass; anything else is stored
     column by column.
     """
     steps, times, dicts = (list(map(itemgetter(i), rows)) for i in range(3))
+    plain = all(map(itemgetter(3), rows))  # Tracker.log checked that every value is a float
     n = len(rows)
     record: dict[str, Any] = {"k": "r", "n": n, "s": array("q", steps).tobytes(), "t": array("d", times).tobytes()}
     first = list(dicts[0])
     uniform = list(chain.from_iterable(dicts)) == first * n
-    if uniform and _FLOAT.issuperset(map(type, chain.from_iterable(map(dict.values, dicts)))) and all(
-        type(k) is str for k in first
-    ):
-        return {**record, "m": first, "x": array("d", chain.from_iterable(map(dict.values, dicts))).tobytes(), "c": {}}
+    if uniform and plain and all(type(k) is str for k in first):
+        flat = list(chain.from_iterable(map(dict.values, dicts)))
+        return {**record, "m": first, "x": struct.pack(f"<{len(flat)}d", *flat), "c": {}}
     valss: Sequence[Any] = list(map(tuple, map(dict.values, dicts)))
     if uniform:
         groups: dict[tuple, list[int] | None] = {tuple(first): None}
@@ -77,8 +77,8 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
         if len(chunks) == 1:
             idx, col = chunks[0]
         else:
-            idx = [i for chunk_idx, _ in chunks for i in (chunk_idx or range(n))]
-            col = [v for _, chunk_col in chunks for v in chunk_col]
+            pairs = sorted((i, v) for chunk_idx, chunk_col in chunks for i, v in zip(chunk_idx or range(n), chunk_col))
+            idx, col = [i for i, _ in pairs], [v for _, v in pairs]  # back in row (logging) order
         kind, data, kept = _encode_column(col)
         if kept is not None:
             if on_drop is not None:

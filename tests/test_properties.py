@@ -26,7 +26,9 @@ metric_dicts = st.recursive(
     lambda children: st.dictionaries(st.text(min_size=1, max_size=8), children, max_size=3),
     max_leaves=12,
 )
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @SETTINGS
@@ -46,8 +48,10 @@ def test_default_mode_never_raises(tmp_path_factory, rows, config):
 
 
 @SETTINGS
-@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=50),
-       mixed=st.booleans())
+@given(
+    values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=50),
+    mixed=st.booleans(),
+)
 def test_floats_round_trip_exactly(tmp_path_factory, values, mixed):
     root = tmp_path_factory.mktemp("runs")
     t = Tracker(dir=root).start()
@@ -71,8 +75,11 @@ def test_framing_survives_any_truncation(payloads, cut):
     assert report.corrupt == 0
 
 
-@given(payloads=st.lists(st.binary(min_size=1, max_size=300), min_size=3, max_size=8), pos=st.integers(min_value=0),
-       flip=st.integers(min_value=1, max_value=255))
+@given(
+    payloads=st.lists(st.binary(min_size=1, max_size=300), min_size=3, max_size=8),
+    pos=st.integers(min_value=0),
+    flip=st.integers(min_value=1, max_value=255),
+)
 def test_framing_skips_a_corrupted_byte(payloads, pos, flip):
     frames = [frame(p) for p in payloads]
     data = bytearray(b"".join(frames))

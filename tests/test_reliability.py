@@ -62,12 +62,15 @@ def test_sigkill_keeps_everything_flushed_and_reads_crashed(root, tmp_path):
 
 
 def test_stale_heartbeat_reads_crashed(root, monkeypatch):
-    run_script("""
+    run_script(
+        """
         import sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="old").start(); t.log({"x": 1.0}); t.flush()
         import os; os._exit(0)   # dies without any cleanup, like a power loss
-    """, str(root))
+    """,
+        str(root),
+    )
     run = open_run("old", dir=root)
     proc = run.meta["processes"][0]
     # Another host's process: the pid check does not apply, only the heartbeat does.
@@ -96,7 +99,8 @@ def test_signal_marks_killed_and_flushes(root, tmp_path, sig):
 
 
 def test_signal_chains_to_the_previous_handler(root, tmp_path):
-    out = run_script("""
+    out = run_script(
+        """
         import os, signal, sys
         seen = []
         signal.signal(signal.SIGTERM, lambda s, f: seen.append(s))
@@ -106,7 +110,9 @@ def test_signal_chains_to_the_previous_handler(root, tmp_path):
         os.kill(os.getpid(), signal.SIGTERM)
         t.log({"x": 2.0})       # the user's handler chose to continue: logging still works
         print(seen)
-    """, str(root))
+    """,
+        str(root),
+    )
     assert out.stdout.strip() == f"[{int(signal.SIGTERM)}]"
     run = open_run("chain", dir=root)
     assert run.series("x").values.tolist() == [1.0, 2.0]
@@ -114,7 +120,8 @@ def test_signal_chains_to_the_previous_handler(root, tmp_path):
 
 
 def test_uncaught_exception_marks_failed_with_traceback(root):
-    proc = run_script("""
+    proc = run_script(
+        """
         import sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="fails").start()
@@ -122,7 +129,10 @@ def test_uncaught_exception_marks_failed_with_traceback(root):
         def train():
             raise ValueError("loss exploded")
         train()
-    """, str(root), check=False)
+    """,
+        str(root),
+        check=False,
+    )
     assert proc.returncode == 1
     assert "loss exploded" in proc.stderr  # the previous excepthook still printed it
     run = open_run("fails", dir=root)
@@ -132,13 +142,16 @@ def test_uncaught_exception_marks_failed_with_traceback(root):
 
 
 def test_no_finish_ends_finished_at_exit(root):
-    run_script("""
+    run_script(
+        """
         import sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="lazy")
         for i in range(1000):
             t.log({"x": float(i)})
-    """, str(root))
+    """,
+        str(root),
+    )
     run = open_run("lazy", dir=root)
     assert run.state == "finished"
     assert len(run.series("x")) == 1000
@@ -177,7 +190,8 @@ def test_eight_writers_and_a_concurrent_reader_lose_nothing(root):
 def test_unwritable_store_training_goes_on_and_loss_is_reported(root, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the store should be")
-    proc = run_script("""
+    proc = run_script(
+        """
         import sys, warnings
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="nowhere").start()
@@ -185,14 +199,17 @@ def test_unwritable_store_training_goes_on_and_loss_is_reported(root, tmp_path):
             t.log({"x": float(i)})
         t.finish()
         print("training finished", t._counters.lost_rows)
-    """, str(blocker / "runs"))
+    """,
+        str(blocker / "runs"),
+    )
     assert proc.stdout.strip() == "training finished 100"
     assert proc.stderr.count("cannot write the run store") == 1
     assert "lost_rows" in proc.stderr
 
 
 def test_disk_full_mid_run_is_counted(root, tmp_path):
-    proc = run_script("""
+    proc = run_script(
+        """
         import sys, errno
         from tunetrack import Tracker
         from tunetrack.store.local import LocalStore
@@ -208,7 +225,9 @@ def test_disk_full_mid_run_is_counted(root, tmp_path):
         LocalStore.append = original   # space is freed again
         t.log({"x": 99.0}); t.finish()
         print(t._counters.lost_rows)
-    """, str(root))
+    """,
+        str(root),
+    )
     assert proc.stdout.strip() == "50"
     assert proc.stderr.count("No space left on device") == 1
     run = open_run("full", dir=root)
@@ -217,14 +236,17 @@ def test_disk_full_mid_run_is_counted(root, tmp_path):
 
 
 def test_corrupted_record_in_the_middle_is_skipped(root):
-    run_script("""
+    run_script(
+        """
         import sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="rot").start()
         for i in range(1, 4):
             t.log({"x": float(i)}, step=i); t.flush()
         t.finish()
-    """, str(root))
+    """,
+        str(root),
+    )
     run = open_run("rot", dir=root)
     data = next((root / run.id).glob("*.ttr"))
     raw = bytearray(data.read_bytes())
@@ -241,7 +263,8 @@ def test_corrupted_record_in_the_middle_is_skipped(root):
 
 def test_resume_with_rewind_across_processes(root, tmp_path):
     marker = tmp_path / "progress"
-    first = spawn_script("""
+    first = spawn_script(
+        """
         import sys, time
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], name="resumable").start()
@@ -253,20 +276,27 @@ def test_resume_with_rewind_across_processes(root, tmp_path):
         t.flush()
         open(sys.argv[2], "w").write("80")
         time.sleep(60)
-    """, str(root), str(marker))
+    """,
+        str(root),
+        str(marker),
+    )
     run_id = first.stdout.readline().strip()
     wait_until(lambda: _progress(marker) == 80)
     first.kill()
     first.wait()
     assert open_run(run_id, dir=root).state == "crashed"
-    run_script("""
+    run_script(
+        """
         import sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1], resume=sys.argv[2], resume_step=50).start()
         for step in range(51, 121):
             t.log({"loss": 200.0 - step}, step=step)
         t.finish()
-    """, str(root), run_id)
+    """,
+        str(root),
+        run_id,
+    )
     run = open_run(run_id, dir=root)
     loss = run.series("loss")
     assert loss.steps.tolist() == list(range(1, 121))

@@ -16,7 +16,9 @@ from tunetrack.reader import list_runs, open_run
 
 
 def test_log_and_read_back(root):
-    with Tracker(project="p", name="n", dir=root, config={"lr": 1e-3, "model": {"layers": 2}}, tags=["a"]) as t:
+    with Tracker(
+        project="p", name="n", dir=root, config={"lr": 1e-3, "model": {"layers": 2}}, tags=["a"]
+    ) as t:
         for step in range(1, 101):
             t.log({"loss": 1.0 / step, "lr": 0.001, "epoch": step // 10}, step=step)
     run = open_run(t.id, dir=root)
@@ -35,13 +37,31 @@ def test_log_and_read_back(root):
 
 def test_value_types_round_trip(root):
     t = Tracker(dir=root).start()
-    t.log({"f": 1.5, "i": 7, "b": True, "s": "hello", "none": None, "nan": math.nan, "inf": math.inf,
-           "ninf": -math.inf, "np32": np.float32(0.25), "np64": np.int64(3), "npbool": np.bool_(False),
-           "t0": torch.tensor(2.5), "t1": torch.tensor([4.0]), "nested": {"a": 1.0, "b": {"c": 2}}}, step=1)
+    t.log(
+        {
+            "f": 1.5,
+            "i": 7,
+            "b": True,
+            "s": "hello",
+            "none": None,
+            "nan": math.nan,
+            "inf": math.inf,
+            "ninf": -math.inf,
+            "np32": np.float32(0.25),
+            "np64": np.int64(3),
+            "npbool": np.bool_(False),
+            "t0": torch.tensor(2.5),
+            "t1": torch.tensor([4.0]),
+            "nested": {"a": 1.0, "b": {"c": 2}},
+        },
+        step=1,
+    )
     t.finish()
     row = next(open_run(t.id, dir=root).rows())
     assert row["f"] == 1.5 and row["i"] == 7 and row["b"] is True and row["s"] == "hello"
-    assert row["none"] is None and math.isnan(row["nan"]) and row["inf"] == math.inf and row["ninf"] == -math.inf
+    assert (
+        row["none"] is None and math.isnan(row["nan"]) and row["inf"] == math.inf and row["ninf"] == -math.inf
+    )
     assert row["np32"] == 0.25 and row["np64"] == 3 and row["npbool"] is False
     assert row["t0"] == 2.5 and row["t1"] == 4.0
     assert row["nested/a"] == 1.0 and row["nested/b/c"] == 2
@@ -222,6 +242,7 @@ def test_store_disabled_runs_backends_only(root):
         def log_config(self, config): ...
         def log(self, batch):
             rows.extend(batch)
+
         def finish(self, state): ...
 
     t = Tracker(dir=root, store=False, backends=[Sink()]).start()
@@ -239,8 +260,10 @@ def test_full_buffer_drops_are_counted_not_silent(root):
         warnings.simplefilter("always")
         for step in range(30):
             t.log({"x": float(step)}, step=step)
+        t.finish()
     assert t._counters.dropped_rows == 20
     assert any("cannot keep up" in str(w.message) for w in caught)
+    assert any("'dropped_rows': 20" in str(w.message) for w in caught)  # reported again at finish()
 
 
 def test_log_after_finish_is_counted(root):

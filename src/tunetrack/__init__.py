@@ -39,4 +39,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'tunetrack' has no attribute {name!r}")
 
 
-__all__ = [*_LAZY, "__version__"]
+__all__ = [
+    "Backend",
+    "ConsoleBackend",
+    "RunInfo",
+    "Tracker",
+    "TunetrackWarning",
+    "__version__",
+    "list_runs",
+    "open_run",
+]

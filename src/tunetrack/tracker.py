@@ -9,6 +9,7 @@ about once, counted, and reported at ``finish()``.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import sys
@@ -62,6 +63,9 @@ class Tracker:
         flush_interval: float = 1.0,
         fsync_interval: float = 30.0,
         max_pending: int = 200_000,
+        system: bool | None = None,
+        system_interval: float | None = None,
+        system_sources: Sequence[Any] | None = None,
     ) -> None:
         self.project = project
         self.name = name
@@ -77,6 +81,10 @@ class Tracker:
         self._flush_interval = flush_interval
         self._fsync_interval = fsync_interval
         self._max_pending = max_pending
+        self._system = system
+        self._system_interval = system_interval
+        self._system_sources = system_sources
+        self._sampler: Any = None
         self._lock = threading.RLock()
         self._buf: deque | None = None
         self._controls: deque = deque()
@@ -148,8 +156,24 @@ class Tracker:
         if self._resume_step is not None:
             self.rewind(self._resume_step)
         self._writer.start()
+        self._start_system(ranks)
         _live.add(self)
         _install_hooks()
+
+    def _start_system(self, ranks: Any) -> None:
+        """System metrics: on by default, one sampler per node (local rank 0), off the training thread."""
+        enabled = self._system if self._system is not None else os.environ.get("TUNETRACK_SYSTEM", "1") != "0"
+        if not enabled or ranks.local_rank != 0:
+            return
+        from .system import SystemSampler, default_sources
+
+        interval = self._system_interval or float(os.environ.get("TUNETRACK_SYSTEM_INTERVAL", "10"))
+        sources = list(self._system_sources) if self._system_sources is not None else default_sources()
+        self._sampler = SystemSampler(sources, interval, self._log_system)
+        self._sampler.start()
+
+    def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:
+        self._controls.append(("system", (self._step, unix_time, row, False)))
 
     def _open_store(self, now: float, ranks: Any, metadata: dict[str, Any]) -> tuple[LocalStore | None, bool]:
         """Create the run folder and this process's files; on failure, warn and run without a store."""
@@ -157,14 +181,22 @@ class Tracker:
             return None, bool(self._resume)
         resumed = False
         try:
-            run = {"id": self.id, "name": self.name, "project": self.project, "tags": self.tags, "created": now}
+            run = {
+                "id": self.id,
+                "name": self.name,
+                "project": self.project,
+                "tags": self.tags,
+                "created": now,
+            }
             if not layout.create_run_file(self.run_dir, {**run, "format": 1}):
                 resumed = True
                 existing = layout.read_json(self.run_dir / layout.RUN_FILE) or {}
                 self.name = existing.get("name", self.name)
                 self.project = existing.get("project", self.project)
             elif self._resume:
-                warn_once(f"resume:{self.id}", f"run {self.id!r} did not exist; started a new run with that id")
+                warn_once(
+                    f"resume:{self.id}", f"run {self.id!r} did not exist; started a new run with that id"
+                )
             store = LocalStore(self.run_dir, layout.proc_name(now))
             store.open({**metadata, "run_id": self.id, "start": now, "resumed": resumed, "rank": vars(ranks)})
             return store, resumed
@@ -191,6 +223,8 @@ class Tracker:
             self._finished = True
             writer, self._buf = self._writer, None
         _live.discard(self)
+        if self._sampler is not None:
+            self._sampler.stop()
         if writer is None:
             return
         writer.end = {"state": state or self._exit_state or "finished", "traceback": error}
@@ -198,7 +232,9 @@ class Tracker:
         if threading.current_thread() is not writer:
             writer.join(timeout=60)
         if writer.is_alive():
-            warn_once(f"finish:{self.id}", "the writer did not finish within 60 s; the run may read as crashed")
+            warn_once(
+                f"finish:{self.id}", "the writer did not finish within 60 s; the run may read as crashed"
+            )
         lost = {k: v for k, v in self._counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
@@ -321,10 +357,8 @@ def _install_hooks() -> None:
     sys.excepthook = _excepthook
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGTERM, signal.SIGINT):
-            try:
+            with contextlib.suppress(ValueError, OSError):  # not allowed here (embedded interpreter)
                 _previous_handlers[signum] = signal.signal(signum, _on_signal)
-            except (ValueError, OSError):  # not allowed here (embedded interpreter)
-                pass
 
 
 def _finish_all(state: str | None = None, tb: str | None = None) -> None:

@@ -65,6 +65,7 @@ class Writer(threading.Thread):
         self.stop_event = threading.Event()
         self.end: dict[str, Any] = {}
         self._pending: list[tuple] = []
+        self._pending_system: list[tuple] = []
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -87,6 +88,8 @@ class Writer(threading.Thread):
         due = now - self._last_write >= self.flush_interval
         if self._pending and (due or stopping or waiters or len(self._pending) >= BATCH_ROWS):
             self._write_rows()
+        if self._pending_system and (due or stopping or waiters):
+            self._write_system()
         if self.store is not None and (due or waiters):
             self._store_op(lambda s: s.flush(fsync=self._fsync_due(now)))
             self._last_write = now
@@ -115,6 +118,8 @@ class Writer(threading.Thread):
         for kind, payload in items:
             if kind == "flush":
                 waiters.append(payload)
+            elif kind == "system":
+                self._pending_system.append(payload)
             else:
                 self._control(kind, payload)
         return waiters
@@ -132,6 +137,15 @@ class Writer(threading.Thread):
             dict_rows = [(step, t, _as_dict(row)) for step, t, row, _ in rows]
             for backend in list(self.backends):
                 self._call(backend, "log", dict_rows)
+
+    def _write_system(self) -> None:
+        rows, self._pending_system = self._pending_system, []
+        if self.store is not None:
+            record = {**encode_rows(rows, on_drop=self._on_drop), "k": "y"}
+            self._store_op(lambda s: s.append(record))
+        for backend in list(self.backends):
+            if hasattr(backend, "log_system"):
+                self._call(backend, "log_system", [(step, t, _as_dict(row)) for step, t, row, _ in rows])
 
     def _control(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "config":
@@ -183,6 +197,8 @@ class Writer(threading.Thread):
         self._drain()
         if self._pending:
             self._write_rows()
+        if self._pending_system:
+            self._write_system()
         state = self.end.get("state", "finished")
         for backend in list(self.backends):
             self._call(backend, "finish", state)

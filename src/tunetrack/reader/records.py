@@ -34,7 +34,9 @@ class Block:
         """(steps, times, values) of ``key`` in this block, visible rows only."""
         if key in self.matrix_keys:
             width = len(self.matrix_keys)
-            values = np.frombuffer(self.matrix, dtype=np.float64).reshape(-1, width)[:, self.matrix_keys.index(key)]
+            values = np.frombuffer(self.matrix, dtype=np.float64).reshape(-1, width)[
+                :, self.matrix_keys.index(key)
+            ]
             kind, idx = "f", None
         elif (col := self.cols.get(key)) is not None:
             kind, data, idx = col
@@ -66,6 +68,7 @@ def decode_values(kind: str, data: Any) -> np.ndarray:
 @dataclass
 class ProcessRecords:
     blocks: list[Block] = field(default_factory=list)
+    system: list[Block] = field(default_factory=list)
     configs: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -86,10 +89,11 @@ def read_process(path: Path, ended: bool) -> ProcessRecords:
         except Exception:
             report.corrupt += 1
             continue
-        if kind == "r":
+        if kind in ("r", "y"):
             steps = np.frombuffer(rec["s"], dtype=np.int64)
             times = np.frombuffer(rec["t"], dtype=np.float64)
-            out.blocks.append(Block(steps, times, rec["c"], None, rec.get("m", []), rec.get("x", b"")))
+            block = Block(steps, times, rec["c"], None, rec.get("m", []), rec.get("x", b""))
+            (out.blocks if kind == "r" else out.system).append(block)
         elif kind == "c":
             out.configs.append((rec["t"], rec["config"]))
         elif kind == "e":

@@ -53,6 +53,12 @@ class _Process:
     data_path: Path
 
     @property
+    def node(self) -> str:
+        """``node<node rank>:<host>``: names a node's system metrics, also when nodes share a host."""
+        rank = self.meta.get("rank") or {}
+        return f"node{int(rank.get('node_rank', 0) or 0)}:{self.meta.get('host', '?')}"
+
+    @property
     def start(self) -> float:
         return float(self.meta.get("start", 0.0))
 
@@ -147,27 +153,39 @@ class Run:
     def meta(self) -> dict[str, Any]:
         """run.json plus every writing process's metadata and end record."""
         processes = [{**p.meta, "proc": p.name, "end": p.end} for p in self._processes]
-        return {**self._run_json, "state": self.state, "ended": self.ended, "hosts": self.hosts,
-                "processes": processes}
+        return {
+            **self._run_json,
+            "state": self.state,
+            "ended": self.ended,
+            "hosts": self.hosts,
+            "processes": processes,
+        }
 
     # -- records -------------------------------------------------------------------------------
     @cached_property
     def _records(self) -> ProcessRecords:
         merged = ProcessRecords()
+        self._system_blocks: dict[str, list[Block]] = {}
         for proc in self._processes:
             recs = read_process(proc.data_path, ended=proc.end is not None or not proc.alive())
             merged.blocks += recs.blocks
+            self._system_blocks.setdefault(proc.node, []).extend(recs.system)
             merged.configs += recs.configs
             merged.events += recs.events
         rewinds = sorted((e["t"], e["step"]) for e in merged.events if e.get("kind") == "rewind")
         if rewinds:
             times = np.array([t for t, _ in rewinds])
             # cut[i]: the smallest rewind step among rewinds i.. (those later than a row at index i)
-            cut = np.minimum.accumulate(np.array([s for _, s in rewinds] + [np.iinfo(np.int64).max])[::-1])[::-1]
+            cut = np.minimum.accumulate(np.array([s for _, s in rewinds] + [np.iinfo(np.int64).max])[::-1])[
+                ::-1
+            ]
             for block in merged.blocks:
                 block.visible = block.steps <= cut[np.searchsorted(times, block.times, side="right")]
-            merged.events = [e for e in merged.events if e.get("kind") == "rewind"
-                             or e["step"] <= cut[np.searchsorted(times, e["t"], side="right")]]
+            merged.events = [
+                e
+                for e in merged.events
+                if e.get("kind") == "rewind" or e["step"] <= cut[np.searchsorted(times, e["t"], side="right")]
+            ]
         merged.events.sort(key=lambda e: e["t"])
         merged.configs.sort(key=lambda c: c[0])
         return merged
@@ -192,15 +210,50 @@ class Run:
 
     def series(self, key: str) -> Series:
         """All visible points of one metric (numeric keys come back as a float or int array)."""
-        parts = [c for b in self._records.blocks if (c := b.column(key)) is not None]
-        if not parts:
-            return Series(np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
-        steps, times, values = (np.concatenate([p[i] for p in parts]) for i in range(3))
-        if len(parts) > 1 and times.size > 1 and np.any(np.diff(times) < 0):
-            order = np.argsort(times, kind="stable")
-            steps, times, values = steps[order], times[order], values[order]
-        return Series(steps, values, times)
+        return _series(self._records.blocks, key)
 
+    # -- system metrics, per node ----------------------------------------------------------------
+    def _system(self) -> dict[str, list[Block]]:
+        self._records  # noqa: B018 - loads the files, which fills the per-node system blocks
+        return {node: blocks for node, blocks in self._system_blocks.items() if blocks}
+
+    @property
+    def nodes(self) -> list[str]:
+        """Nodes that recorded system metrics (``node<rank>:<host>``)."""
+        return sorted(self._system())
+
+    def system_keys(self) -> list[str]:
+        """Every system metric key (``gpu.*``, ``cpu.*``, ``mem.*``, ``disk.*``, ``net.*``, ``proc.*``)."""
+        seen: dict[str, None] = {}
+        for blocks in self._system().values():
+            for block in blocks:
+                seen.update(dict.fromkeys(block.keys()))
+        return sorted(seen)
+
+    def system_series(self, key: str) -> dict[str, Series]:
+        """One system metric per node."""
+        out = {node: _series(blocks, key) for node, blocks in self._system().items()}
+        return {node: s for node, s in out.items() if len(s)}
+
+    def system_summary(self) -> dict[str, dict[str, Any]]:
+        """The last value of every system metric, per node."""
+        return {
+            node: {key: _py(s.values[-1]) for key in self.system_keys() if len(s := _series(blocks, key))}
+            for node, blocks in sorted(self._system().items())
+        }
+
+    def system_rows(self) -> Iterator[dict[str, Any]]:
+        """One dict per system sample (``node``, ``step``, ``time`` and the values), in time order."""
+        out = [
+            {"node": node, **row}
+            for node, blocks in self._system().items()
+            for b in blocks
+            for row in _block_rows(b)
+        ]
+        out.sort(key=lambda r: r["time"])
+        return iter(out)
+
+    # -- rows --------------------------------------------------------------------------------------
     def rows(self) -> Iterator[dict[str, Any]]:
         """One dict per visible logged row (``step``, ``time`` and its values), in logging order."""
         out: list[dict[str, Any]] = []
@@ -224,8 +277,11 @@ class Run:
 
     @property
     def last_step(self) -> int | None:
-        steps = [int(b.steps[b.visible].max() if b.visible is not None and b.visible.any() else b.steps.max())
-                 for b in self._records.blocks if b.steps.size and (b.visible is None or b.visible.any())]
+        steps = [
+            int(b.steps[b.visible].max() if b.visible is not None and b.visible.any() else b.steps.max())
+            for b in self._records.blocks
+            if b.steps.size and (b.visible is None or b.visible.any())
+        ]
         return max(steps) if steps else None
 
     def summary(self) -> dict[str, dict[str, Any]]:
@@ -233,14 +289,33 @@ class Run:
         out = {key: _summarize(self.series(key)) for key in self.keys()}
         dropped = sum(int((p.end or {}).get("counters", {}).get("dropped_rows", 0)) for p in self._processes)
         if dropped:
-            out["tunetrack/dropped_rows"] = {"last": dropped, "min": dropped, "max": dropped,
-                                             "step": self.last_step, "count": 1}
+            out["tunetrack/dropped_rows"] = {
+                "last": dropped,
+                "min": dropped,
+                "max": dropped,
+                "step": self.last_step,
+                "count": 1,
+            }
         return out
 
     def events(self) -> list[dict[str, Any]]:
         """Events (checkpoints, evaluations, rewinds, health warnings) in time order."""
-        return [{**(e.get("data") or {}), "kind": e["kind"], "step": e["step"], "time": e["t"]}
-                for e in self._records.events]
+        return [
+            {**(e.get("data") or {}), "kind": e["kind"], "step": e["step"], "time": e["t"]}
+            for e in self._records.events
+        ]
+
+
+def _series(blocks: list[Block], key: str) -> Series:
+    """Concatenate one key's visible points across blocks, in logging order."""
+    parts = [c for b in blocks if (c := b.column(key)) is not None]
+    if not parts:
+        return Series(np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
+    steps, times, values = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    if len(parts) > 1 and times.size > 1 and np.any(np.diff(times) < 0):
+        order = np.argsort(times, kind="stable")
+        steps, times, values = steps[order], times[order], values[order]
+    return Series(steps, values, times)
 
 
 def _py(value: Any) -> Any:
@@ -249,8 +324,13 @@ def _py(value: Any) -> Any:
 
 def _summarize(series: Series) -> dict[str, Any]:
     values = series.values
-    numeric = values if values.dtype != object else np.array(
-        [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)], dtype=np.float64)
+    numeric = (
+        values
+        if values.dtype != object
+        else np.array(
+            [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)], dtype=np.float64
+        )
+    )
     finite = numeric[np.isfinite(numeric)] if numeric.dtype.kind in "fi" else numeric[:0]
     return {
         "last": _py(values[-1]) if len(values) else None,

@@ -31,7 +31,7 @@ def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int
     """Pick the tightest storage for one column; return the kept positions if any value was dropped."""
     types = set(map(type, col))
     if types == {int}:
-        if -(2**63) <= min(col) and max(col) < 2**63:
+        if min(col) >= -(2**63) and max(col) < 2**63:
             return "i", array("q", col).tobytes(), None
     elif types <= {float, int}:
         return "f", array("d", col).tobytes(), None
@@ -54,7 +54,12 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
     steps, times, dicts = (list(map(itemgetter(i), rows)) for i in range(3))
     plain = all(map(itemgetter(3), rows))  # Tracker.log checked that every value is a float
     n = len(rows)
-    record: dict[str, Any] = {"k": "r", "n": n, "s": array("q", steps).tobytes(), "t": array("d", times).tobytes()}
+    record: dict[str, Any] = {
+        "k": "r",
+        "n": n,
+        "s": array("q", steps).tobytes(),
+        "t": array("d", times).tobytes(),
+    }
     first = list(dicts[0])
     uniform = list(chain.from_iterable(dicts)) == first * n
     if uniform and plain and all(type(k) is str for k in first):
@@ -77,7 +82,9 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
         if len(chunks) == 1:
             idx, col = chunks[0]
         else:
-            pairs = sorted((i, v) for chunk_idx, chunk_col in chunks for i, v in zip(chunk_idx or range(n), chunk_col))
+            pairs = sorted(
+                (i, v) for chunk_idx, chunk_col in chunks for i, v in zip(chunk_idx or range(n), chunk_col)
+            )
             idx, col = [i for i, _ in pairs], [v for _, v in pairs]  # back in row (logging) order
         kind, data, kept = _encode_column(col)
         if kept is not None:
@@ -102,7 +109,7 @@ class LocalStore:
 
     def open(self, proc_meta: dict[str, Any]) -> None:
         layout.write_json_atomic(self.proc_path, proc_meta)
-        self._file = open(self.data_path, "ab", buffering=1 << 20)
+        self._file = open(self.data_path, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
 
     def append(self, record: dict[str, Any]) -> None:
         self._file.write(frame(msgpack.packb(record, use_bin_type=True)))
@@ -127,4 +134,3 @@ class LocalStore:
         finally:
             self._file = None
             layout.write_json_atomic(self.end_path, {**end, "time": end.get("time", time.time())})
-

@@ -38,8 +38,12 @@ class FieldReader:
         try:
             value = fn(*args)
         except Exception as exc:
-            self.disabled.add(field)
-            log.debug("%s: %s is unavailable here (%s); dropped for this run", self.source, field, exc)
+            self.fail(field, exc)
             return
         if value is not None:
             out[key] = value
+
+    def fail(self, field: str, exc: BaseException) -> None:
+        """Drop ``field`` for the rest of the run, with one debug line."""
+        self.disabled.add(field)
+        log.debug("%s: %s is unavailable here (%s); dropped for this run", self.source, field, exc)

@@ -1,10 +1,20 @@
-"""GPU sources: which accelerator libraries this machine has. (NVML, allocator and AMD sources land here.)"""
+"""GPU sources available on this machine: NVIDIA through NVML, AMD through amdsmi, and the
+training process's own CUDA allocator. A machine without GPUs gets none, and one info line each."""
 
 from __future__ import annotations
 
+import logging
+
 from .base import Source
+from .torch_alloc import TorchAllocatorSource
+
+log = logging.getLogger("tunetrack.system")
 
 
 def gpu_sources() -> list[Source]:
-    """Every GPU source that works here; none on a machine without GPUs."""
-    return []
+    """Every GPU source that works here."""
+    from .amd import AmdSource
+    from .nvidia import NvidiaSource
+
+    found: list[Source] = [s for s in (NvidiaSource.create(), AmdSource.create()) if s is not None]
+    return [*found, TorchAllocatorSource()]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -27,7 +28,7 @@ from ._values import FAST_TYPES, snapshot
 from ._warnings import warn_once
 from .backends.base import Backend, RunInfo
 from .errors import InvalidValue
-from .store import layout
+from .store import jobs, layout
 from .store.local import LocalStore
 from .writer import Counters, Writer
 
@@ -85,6 +86,7 @@ class Tracker:
         self._system_interval = system_interval
         self._system_sources = system_sources
         self._sampler: Any = None
+        self._stop_waiting = threading.Event()
         self._lock = threading.RLock()
         self._buf: deque | None = None
         self._controls: deque = deque()
@@ -126,23 +128,60 @@ class Tracker:
         return self
 
     def _start(self) -> None:
-        from .env import rank_info, run_metadata
+        from .env import job_id, rank_info
 
         ranks = rank_info()
-        if ranks.rank != 0 and not self._all_ranks:
+        role = "primary" if ranks.rank == 0 or self._all_ranks else "node" if ranks.local_rank == 0 else None
+        job = job_id() if ranks.world_size > 1 else None
+        root = layout.resolve_root(self._dir)
+        if role == "node" and job is not None and self._use_store:
+            # Another node's first rank: no training metrics here, but this node's system metrics
+            # join the job's run as soon as global rank 0 has published it.
+            self._active = False
+            threading.Thread(
+                target=self._join_job, args=(root, job, ranks), name="tunetrack-job", daemon=True
+            ).start()
+            _live.add(self)
+            _install_hooks()
+            return
+        if role != "primary":
             self._active = False
             return
         now = time.time()
-        root = layout.resolve_root(self._dir)
         self.id = self._resume or layout.new_run_id()
         self.run_dir = root / self.id if self._use_store else None
         if self.name is None:
             self.name = f"{self.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
-        store, resumed = self._open_store(now, ranks, run_metadata())
-        info = RunInfo(self.id, self.name, self.project, list(self.tags), self.run_dir, resumed, {})
+        store, resumed = self._open_store(now, ranks, role)
+        if job is not None and store is not None and ranks.rank == 0:
+            _quietly(jobs.publish, root, job, self.id)
         self._buf = deque()
+        self._launch(store, resumed, ranks)
+        if self._initial_config is not None:
+            self.log_config(self._initial_config)
+        if self._resume_step is not None:
+            self.rewind(self._resume_step)
+
+    def _join_job(self, root: Path, job: str, ranks: Any) -> None:
+        import psutil
+
+        run_id = jobs.wait_for(
+            root, job, psutil.Process().create_time(), timeout=1800, stop=self._stop_waiting
+        )
+        with self._lock:
+            if run_id is None or self._finished:
+                return
+            self.id, self.run_dir = run_id, root / run_id
+            store, _ = self._open_store(time.time(), ranks, "node")
+            self._launch(store, True, ranks)
+
+    def _launch(self, store: LocalStore | None, resumed: bool, ranks: Any) -> None:
+        assert self.id is not None
+        info = RunInfo(
+            self.id, self.name or self.id, self.project, list(self.tags), self.run_dir, resumed, {}
+        )
         self._writer = Writer(
-            self._buf,
+            self._buf if self._buf is not None else deque(),
             self._controls,
             store,
             self._backends,
@@ -151,10 +190,6 @@ class Tracker:
             flush_interval=self._flush_interval,
             fsync_interval=self._fsync_interval,
         )
-        if self._initial_config is not None:
-            self.log_config(self._initial_config)
-        if self._resume_step is not None:
-            self.rewind(self._resume_step)
         self._writer.start()
         self._start_system(ranks)
         _live.add(self)
@@ -175,8 +210,10 @@ class Tracker:
     def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:
         self._controls.append(("system", (self._step, unix_time, row, False)))
 
-    def _open_store(self, now: float, ranks: Any, metadata: dict[str, Any]) -> tuple[LocalStore | None, bool]:
+    def _open_store(self, now: float, ranks: Any, role: str) -> tuple[LocalStore | None, bool]:
         """Create the run folder and this process's files; on failure, warn and run without a store."""
+        from .env import run_metadata
+
         if self.run_dir is None:
             return None, bool(self._resume)
         resumed = False
@@ -198,7 +235,8 @@ class Tracker:
                     f"resume:{self.id}", f"run {self.id!r} did not exist; started a new run with that id"
                 )
             store = LocalStore(self.run_dir, layout.proc_name(now))
-            store.open({**metadata, "run_id": self.id, "start": now, "resumed": resumed, "rank": vars(ranks)})
+            meta = {**run_metadata(), "run_id": self.id, "start": now, "resumed": resumed, "role": role}
+            store.open({**meta, "rank": dataclasses.asdict(ranks)})
             return store, resumed
         except OSError as exc:
             if self.strict:
@@ -216,6 +254,7 @@ class Tracker:
         ``state`` defaults to what the process went through (``failed`` after an uncaught
         exception, ``killed`` after SIGTERM/SIGINT), else ``finished``.
         """
+        self._stop_waiting.set()
         with self._lock:
             if self._finished or not self._started:
                 self._finished = True
@@ -343,6 +382,14 @@ class Tracker:
         if self._buf is None and self._buf_slow() is None:
             return
         self._controls.append((kind, payload))
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    """Best effort: a failure here only costs a convenience, never the run."""
+    try:
+        fn(*args)
+    except OSError as exc:
+        warn_once(f"quiet:{fn.__name__}", f"{fn.__name__} failed: {exc!r}")
 
 
 # -- process-wide hooks: truthful run states without a server ------------------------------------

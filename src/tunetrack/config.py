@@ -8,6 +8,7 @@ values under keys that look like secrets, so a run folder can be shared.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import re
@@ -77,10 +78,8 @@ def _walk(obj: Any, depth: int, seen: set[int]) -> Any:
     if isinstance(obj, (list, tuple, set, frozenset)):
         items = list(obj)
         if isinstance(obj, (set, frozenset)):
-            try:
+            with contextlib.suppress(TypeError):
                 items = sorted(items)
-            except TypeError:
-                pass
         out = [_walk(v, depth + 1, seen) for v in items[:MAX_ITEMS]]
         if len(items) > MAX_ITEMS:
             out.append(f"<{len(items) - MAX_ITEMS} more items>")
@@ -148,7 +147,7 @@ def _omegaconf(cfg: Any) -> Any:
         pass
     if isinstance(cfg, DictConfig):
         out: dict[str, Any] = {}
-        for key in cfg.keys():
+        for key in cfg:
             node = cfg._get_node(key)
             try:
                 out[str(key)] = (

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import run_script
+from helpers import run_script
 from tunetrack.backends.console import ConsoleBackend
 from tunetrack.env import RankInfo, git_info, job_id, rank_info, run_metadata
 

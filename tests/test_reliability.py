@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from conftest import run_script, spawn_script, wait_until
+from helpers import run_script, spawn_script, wait_until
 from tunetrack.reader import list_runs, open_run
 from tunetrack.store import layout
 from tunetrack.store.framing import frame

@@ -1,0 +1,62 @@
+"""Helpers shared by the tests: run code in a fresh interpreter, poll instead of sleeping."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+EXAMPLES_DIR = str(Path(__file__).resolve().parents[1] / "examples")
+
+
+def run_script(
+    code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter (a new process, like a real training script)."""
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"script failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def spawn_script(code: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        **(env or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.05) -> object:
+    """Poll instead of sleeping a fixed time (the machine is noisy)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)

@@ -10,7 +10,6 @@ import json
 import os
 import secrets
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,9 @@ def resolve_root(dir: str | os.PathLike[str] | None = None) -> Path:
 
 
 def new_run_id() -> str:
-    """A short id that sorts by creation time (seconds, base 36) and is unique (random tail)."""
-    n, out = int(time.time()), ""
-    while n:
-        n, r = divmod(n, 36)
-        out = _ID_ALPHABET[r] + out
-    return out + "".join(secrets.choice(_ID_ALPHABET) for _ in range(6))
+    """Eight random base-36 characters: short to type, and a few leading ones name a run uniquely
+    (a time-based prefix would make every run of the same hour share its first characters)."""
+    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
 
 
 def proc_name(start_time: float) -> str:

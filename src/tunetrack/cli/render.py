@@ -179,7 +179,8 @@ def plot(run: Run, width: int = 80, height: int = 15) -> str:
     """A small text chart of the main metrics against step ('' when there is nothing numeric)."""
     import plotext as plt
 
-    keys = [k for k in MAIN_METRICS if k in run] or run.keys()[:2]
+    logged = run.keys()
+    keys = [k for k in MAIN_METRICS if k in logged] or logged[:2]
     plt.clear_figure()
     plt.plotsize(width, height)
     plt.theme("clear")

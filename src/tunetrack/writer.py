@@ -49,7 +49,7 @@ class Writer(threading.Thread):
         flush_interval: float = 1.0,
         fsync_interval: float = 30.0,
         heartbeat_interval: float = 5.0,
-        tick: float = 0.05,
+        tick: float = 0.02,
     ) -> None:
         super().__init__(name=f"tunetrack-writer-{run.id}", daemon=True)
         self.buf = buf
@@ -86,7 +86,9 @@ class Writer(threading.Thread):
         waiters = self._drain()
         now = time.monotonic()
         due = now - self._last_write >= self.flush_interval
-        if self._pending and (due or stopping or waiters or len(self._pending) >= BATCH_ROWS):
+        while len(self._pending) >= BATCH_ROWS:  # a backlog is written in bounded chunks
+            self._write_rows(BATCH_ROWS)
+        if self._pending and (due or stopping or waiters):
             self._write_rows()
         if self._pending_system and (due or stopping or waiters):
             self._write_system()
@@ -125,8 +127,11 @@ class Writer(threading.Thread):
         return waiters
 
     # -- writing --------------------------------------------------------------------------------
-    def _write_rows(self) -> None:
-        rows, self._pending = self._pending, []
+    def _write_rows(self, limit: int | None = None) -> None:
+        if limit is None or limit >= len(self._pending):
+            rows, self._pending = self._pending, []
+        else:
+            rows, self._pending = self._pending[:limit], self._pending[limit:]
         if self.store is not None:
             record = encode_rows(rows, on_drop=self._on_drop)
             if not self._store_op(lambda s: s.append(record)):

@@ -71,7 +71,6 @@ class Trackio:
     def __init__(self, tmp: Path) -> None:
         os.environ["TRACKIO_DIR"] = str(tmp / "trackio")
         import trackio
-
         from trackio.sqlite_storage import SQLiteStorage
 
         self.trackio, self.storage = trackio, SQLiteStorage

@@ -154,7 +154,7 @@ def _omegaconf(cfg: Any) -> Any:
                     _omegaconf(cfg[key]) if isinstance(node, (DictConfig, ListConfig)) else cfg[key]
                 )
             except Exception:
-                out[str(key)] = node._value() if hasattr(node, "_value") else str(node)
+                out[str(key)] = node._value() if node is not None and hasattr(node, "_value") else str(node)
         return out
     if isinstance(cfg, ListConfig):
         return [_omegaconf(v) if isinstance(v, (DictConfig, ListConfig)) else v for v in cfg]

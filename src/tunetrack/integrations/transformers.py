@@ -26,7 +26,7 @@ from ..tracker import Tracker
 RUN_FILE = ".tunetrack_run"
 
 
-class TunetrackCallback(TrainerCallback):  # type: ignore[misc]
+class TunetrackCallback(TrainerCallback):
     """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints."""
 
     def __init__(
@@ -74,11 +74,12 @@ class TunetrackCallback(TrainerCallback):  # type: ignore[misc]
             resume_step=resume_step,
             **self.tracker_kwargs,
         ).start()
-        if self.tracker.active and state.is_world_process_zero and not state.is_hyper_param_search:
+        root = self.tracker.run_dir.parent if self.tracker.run_dir is not None else None
+        if root is not None and state.is_world_process_zero and not state.is_hyper_param_search:
             try:
                 run_file.parent.mkdir(parents=True, exist_ok=True)
-                write_json_atomic(run_file, {"id": self.tracker.id, "dir": str(self.tracker.run_dir.parent)})
-            except (OSError, AttributeError):
+                write_json_atomic(run_file, {"id": self.tracker.id, "dir": str(root)})
+            except OSError:
                 pass  # the run is recorded anyway; only automatic resume needs this file
 
     def _start_trial(self, args: Any, state: Any) -> None:

@@ -75,9 +75,10 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
     parts: dict[str, list[tuple[list[int] | None, Sequence[Any]]]] = {}
     for keys, idx in groups.items():
         rows_vals = valss if idx is None else [valss[i] for i in idx]
-        for key, col in zip(keys, zip(*rows_vals)):
-            parts.setdefault(key if type(key) is str else str(key), []).append((idx, col))
+        for key, values in zip(keys, zip(*rows_vals)):
+            parts.setdefault(key if type(key) is str else str(key), []).append((idx, values))
     cols: dict[str, list[Any]] = {}
+    col: Sequence[Any]
     for key, chunks in parts.items():
         if len(chunks) == 1:
             idx, col = chunks[0]

@@ -9,8 +9,20 @@ from pathlib import Path
 
 from helpers import run_script
 
-HEAVY = ["torch", "transformers", "accelerate", "trl", "torchtune", "peft", "datasets", "numpy", "pandas",
-         "omegaconf", "llamafactory", "deepspeed"]
+HEAVY = [
+    "torch",
+    "transformers",
+    "accelerate",
+    "trl",
+    "torchtune",
+    "peft",
+    "datasets",
+    "numpy",
+    "pandas",
+    "omegaconf",
+    "llamafactory",
+    "deepspeed",
+]
 
 
 def test_import_pulls_in_no_framework():
@@ -24,14 +36,17 @@ def test_import_pulls_in_no_framework():
 
 
 def test_starting_a_run_pulls_in_no_framework(tmp_path):
-    out = run_script(f"""
+    out = run_script(
+        f"""
         import json, sys
         from tunetrack import Tracker
         t = Tracker(dir=sys.argv[1]).start()
         t.log({{"loss": 1.0}})
         t.finish()
         print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))
-    """, str(tmp_path))
+    """,
+        str(tmp_path),
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 

@@ -28,6 +28,7 @@ from ._values import FAST_TYPES, snapshot
 from ._warnings import warn_once
 from .backends.base import Backend, RunInfo
 from .errors import InvalidValue
+from .health import HealthConfig, HealthMonitor
 from .store import jobs, layout
 from .store.local import LocalStore
 from .writer import Counters, Writer
@@ -67,6 +68,7 @@ class Tracker:
         system: bool | None = None,
         system_interval: float | None = None,
         system_sources: Sequence[Any] | None = None,
+        health: bool | HealthConfig = True,
     ) -> None:
         self.project = project
         self.name = name
@@ -86,6 +88,7 @@ class Tracker:
         self._system_interval = system_interval
         self._system_sources = system_sources
         self._sampler: Any = None
+        self._health = health
         self._stop_waiting = threading.Event()
         self._lock = threading.RLock()
         self._buf: deque | None = None
@@ -189,6 +192,9 @@ class Tracker:
             self._counters,
             flush_interval=self._flush_interval,
             fsync_interval=self._fsync_interval,
+            health=None
+            if self._health is False
+            else HealthMonitor(self._health if self._health is not True else None),
         )
         self._writer.start()
         self._start_system(ranks)

@@ -19,6 +19,7 @@ from typing import Any
 from ._values import DROP, to_python
 from ._warnings import warn_once
 from .backends.base import Backend, RunInfo
+from .health import HealthMonitor
 from .store.local import LocalStore, encode_rows
 
 BATCH_ROWS = 4096
@@ -50,6 +51,7 @@ class Writer(threading.Thread):
         fsync_interval: float = 30.0,
         heartbeat_interval: float = 5.0,
         tick: float = 0.02,
+        health: HealthMonitor | None = None,
     ) -> None:
         super().__init__(name=f"tunetrack-writer-{run.id}", daemon=True)
         self.buf = buf
@@ -63,6 +65,7 @@ class Writer(threading.Thread):
         self.heartbeat_interval = heartbeat_interval
         self.tick = min(tick, flush_interval)
         self.stop_event = threading.Event()
+        self.health = health
         self.end: dict[str, Any] = {}
         self._pending: list[tuple] = []
         self._pending_system: list[tuple] = []
@@ -132,12 +135,15 @@ class Writer(threading.Thread):
             rows, self._pending = self._pending, []
         else:
             rows, self._pending = self._pending[:limit], self._pending[limit:]
+        record = encode_rows(rows, on_drop=self._on_drop)
         if self.store is not None:
-            record = encode_rows(rows, on_drop=self._on_drop)
             if not self._store_op(lambda s: s.append(record)):
                 self.counters.lost_rows += len(rows)
         elif self.run_info.dir is not None:
             self.counters.lost_rows += len(rows)
+        if self.health is not None:
+            for event in self.health.check_record(record):
+                self._health_event(event)
         if self.backends:
             dict_rows = [(step, t, _as_dict(row)) for step, t, row, _ in rows]
             for backend in list(self.backends):
@@ -163,6 +169,17 @@ class Writer(threading.Thread):
             for backend in list(self.backends):
                 if hasattr(backend, "log_event"):
                     self._call(backend, "log_event", payload)
+
+    def _health_event(self, event: dict[str, Any]) -> None:
+        step = event.pop("step")
+        self._control("event", {"kind": "health", "step": step, "t": time.time(), "data": event})
+        value = event["value"]
+        warn_once(
+            f"{self.run_info.id}:health:{event['problem']}",
+            f"training health: {event['key']} = {value:.6g} at step {step} ({event['problem'].replace('_', ' ')}"
+            + (f", baseline {event['baseline']:.6g}" if "baseline" in event else "")
+            + "); recorded as an event, further occurrences are recorded silently",
+        )
 
     def _on_drop(self, key: str, count: int) -> None:
         self.counters.dropped_values += count

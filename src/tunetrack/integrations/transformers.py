@@ -20,6 +20,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from ..health import GRAD_KEYS, LOSS_KEYS, is_bad
 from ..store.layout import write_json_atomic
 from ..tracker import Tracker
 
@@ -37,8 +38,12 @@ class TunetrackCallback(TrainerCallback):
         tags: list[str] | None = None,
         config: Any = None,
         resume: str = "auto",
+        on_nan: str = "warn",
         **tracker_kwargs: Any,
     ) -> None:
+        if on_nan not in ("warn", "stop"):
+            raise ValueError(f"on_nan must be 'warn' or 'stop', not {on_nan!r}")
+        self.on_nan = on_nan
         self.project, self.name, self.dir, self.tags = project, name, dir, list(tags or [])
         self.extra_config = config
         self.resume = resume
@@ -112,6 +117,14 @@ class TunetrackCallback(TrainerCallback):
     ) -> None:
         if self.tracker is not None and state.is_world_process_zero and logs:
             self.tracker.log(dict(logs), step=state.global_step)
+        if self.on_nan == "stop" and logs and any(is_bad(logs.get(k)) for k in (*LOSS_KEYS, *GRAD_KEYS)):
+            # Every rank sees the same reduced values, so every rank stops at the same step.
+            control.should_save = True
+            control.should_training_stop = True
+            if self.tracker is not None and state.is_world_process_zero:
+                self.tracker.event(
+                    "stopped", step=state.global_step, reason="non-finite loss or gradient norm"
+                )
 
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None, **kw: Any

@@ -207,3 +207,42 @@ def test_torchrun_two_processes_give_one_run(tmp_path, root):
     assert run.state == "finished"
     assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]  # rank 0 only, once
     assert [p["role"] for p in run.meta["processes"]] == ["primary"]
+
+
+def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root):
+    import torch
+
+    class Exploding(torch.nn.Module):
+        """A real model whose loss turns NaN on its fourth step."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(1))
+            self.calls = 0
+
+        def forward(self, input_ids=None, labels=None):
+            self.calls += 1
+            loss = (self.w[0] * input_ids.float().mean()) ** 2 * 1e-4
+            return {"loss": loss * float("nan") if self.calls >= 4 else loss}
+
+    tok = build_tokenizer()
+    cb = TunetrackCallback(dir=root, name="nan", on_nan="stop")
+    trainer = Trainer(
+        model=Exploding(),
+        args=_args(tmp_path / "out", max_steps=10),
+        train_dataset=build_dataset(tok),
+        callbacks=[cb],
+    )
+    trainer.train()
+    cb.finish()
+    assert trainer.state.global_step == 4
+    run = open_run("nan", dir=root)
+    kinds = [(e["kind"], e["step"]) for e in run.events()]
+    assert ("stopped", 4) in kinds and ("checkpoint", 4) in kinds
+    # The Trainer's default logging_nan_inf_filter hides a NaN loss (it logs the running mean instead);
+    # the gradient norm still shows it, and that is enough to stop.
+    assert [(e["step"], e["problem"]) for e in run.events() if e["kind"] == "health"] == [
+        (4, "grad_norm_nonfinite")
+    ]
+    assert (tmp_path / "out" / "checkpoint-4").is_dir()
+    assert run.state == "finished"

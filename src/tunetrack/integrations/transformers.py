@@ -15,11 +15,13 @@ Trainer events onto the core ``Tracker``. What it must get right is the Trainer'
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from ..derived import Throughput
 from ..health import GRAD_KEYS, LOSS_KEYS, is_bad
 from ..store.layout import write_json_atomic
 from ..tracker import Tracker
@@ -50,6 +52,7 @@ class TunetrackCallback(TrainerCallback):
         self.tracker_kwargs = tracker_kwargs
         self.tracker: Tracker | None = None
         self._trial: str | None = None
+        self._throughput: Throughput | None = None
 
     # -- run lifecycle ---------------------------------------------------------------------------
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
@@ -61,6 +64,13 @@ class TunetrackCallback(TrainerCallback):
             self.tracker.rewind(state.global_step)
         if self.tracker is not None and self.tracker.active:
             self.tracker.log_config(self._config(args, model))
+            self._throughput = Throughput(
+                samples_per_step=args.per_device_train_batch_size
+                * args.gradient_accumulation_steps
+                * args.world_size,
+                gpu_name=_gpu_name(),
+                num_gpus=args.world_size,
+            )
 
     def _start(self, args: Any, state: Any, name: str | None = None, tags: list[str] | None = None) -> None:
         run_file = Path(args.output_dir) / RUN_FILE
@@ -116,7 +126,10 @@ class TunetrackCallback(TrainerCallback):
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
         if self.tracker is not None and state.is_world_process_zero and logs:
-            self.tracker.log(dict(logs), step=state.global_step)
+            row = dict(logs)
+            if self._throughput is not None:
+                row.update(self._throughput.update(state.global_step, time.time(), logs))
+            self.tracker.log(row, step=state.global_step)
         if self.on_nan == "stop" and logs and any(is_bad(logs.get(k)) for k in (*LOSS_KEYS, *GRAD_KEYS)):
             # Every rank sees the same reduced values, so every rank stops at the same step.
             control.should_save = True
@@ -166,6 +179,16 @@ class TunetrackCallback(TrainerCallback):
             except Exception:
                 pass
         return config
+
+
+def _gpu_name() -> str | None:
+    """The device model for MFU; CUDA is already initialized by the Trainer when it is used."""
+    import torch
+
+    try:
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except Exception:
+        return None
 
 
 def _run_name(args: Any) -> str | None:

@@ -66,6 +66,9 @@ def test_train_evaluate_predict_save(tmp_path, root):
         "test_loss",
     }
     assert run.series("train_loss").steps.tolist() == [12]
+    samples = run.series("perf/samples_per_s")
+    assert len(samples) >= 10 and (samples.values > 0).all()  # 4 samples per step on one CPU process
+    assert run.series("perf/tflops").steps.tolist() == [12]  # total_flos / train_runtime at the end
     eval_loss = run.series("eval_loss")
     assert eval_loss.steps.tolist() == [6, 12, 12]  # two in training, one evaluate() after train
     assert eval_loss.values[-1] == final_eval["eval_loss"]

@@ -50,12 +50,14 @@ def peak_tflops(gpu_name: str | None) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        try:
-            value = float(value.item())  # 0-d tensors (torchtune)
-        except Exception:
-            return None
-    return float(value)
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value.item())  # 0-d tensors (torchtune)
+    except Exception:
+        return None
 
 
 class Throughput:

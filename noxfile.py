@@ -136,8 +136,11 @@ def docs(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """tunetrack against the real peer trackers, side by side in one run."""
     session.install(TORCH)
-    session.install("-e", ".", "trackio", "wandb", "tensorboard", "swanlab", "mlflow", "psutil")
+    session.install(
+        "-e", ".", "trackio", "wandb", "tensorboard", "swanlab", "mlflow", "transformers", "datasets"
+    )
     session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]), env=ENV)
+    session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]), env=ENV)
 
 
 nox.options.sessions = [

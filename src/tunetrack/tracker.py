@@ -375,6 +375,26 @@ class Tracker:
         step = self._step if step is None else self._coerce_step(step)
         self._control("event", {"kind": kind, "step": step, "t": time.time(), "data": _config.capture(data)})
 
+    def log_image(self, key: str, image: Any, step: int | None = None, index: int = 0) -> str | None:
+        """Store an image (PIL, NumPy array or tensor) as a PNG in the run folder and record an
+        ``image`` event. Encoding happens on the calling thread: images are rare and large."""
+        if self._buf is None and self._buf_slow() is None:
+            return None
+        step = self._step if step is None else self._coerce_step(step)
+        if self.run_dir is None:
+            return None
+        from .media import save_image
+
+        try:
+            rel = save_image(self.run_dir, key, image, step, index)
+        except Exception as exc:
+            if self.strict:
+                raise
+            warn_once(f"image:{self.id}:{key}", f"could not store image {key!r}: {exc!r}")
+            return None
+        self.event("image", step=step, key=key, path=rel)
+        return rel
+
     def rewind(self, step: int) -> None:
         """Supersede what was logged so far after ``step`` (resuming from a checkpoint at ``step``).
 

@@ -10,6 +10,7 @@ call ``end_training()`` the run ends ``finished`` when the process exits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -126,7 +127,5 @@ def register() -> None:
         tracking.register_tracker_class(TunetrackTracker)
 
 
-try:
+with contextlib.suppress(RuntimeError):  # older accelerate: the instance path works without it
     register()
-except RuntimeError:
-    pass  # older accelerate: the instance path works without registration

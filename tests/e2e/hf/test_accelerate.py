@@ -86,15 +86,21 @@ def test_no_end_training_still_ends_finished(root):
 
 
 def test_example_script(root):
-    run_script(
-        open(os.path.join(EXAMPLES_DIR, "accelerate_loop.py"))
-        .read()
-        .replace('if __name__ == "__main__":\n    main()', "main()"),
-        "--dir",
-        str(root),
-        "--steps",
-        "12",
+    proc = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(EXAMPLES_DIR, "accelerate_loop.py"),
+            "--dir",
+            str(root),
+            "--steps",
+            "12",
+        ],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    assert proc.returncode == 0, proc.stderr[-2000:]
     run = open_run("loop", dir=root)
     assert run.series("loss").steps.tolist() == list(range(1, 13))
     assert "per_sample_loss/mean" in run.keys() and run.state == "finished"

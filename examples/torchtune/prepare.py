@@ -30,15 +30,35 @@ def prepare(out: Path) -> dict[str, Path]:
 
     art = out / "art"
     art.mkdir(parents=True, exist_ok=True)
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(LINES), model_prefix=str(art / "tok"), vocab_size=200,
-                                   model_type="bpe", character_coverage=1.0, hard_vocab_limit=False, bos_id=1,
-                                   eos_id=2, unk_id=0, pad_id=-1, minloglevel=2)
-    config = LlamaConfig(vocab_size=200, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256, rms_norm_eps=1e-5,
-                         tie_word_embeddings=False)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(LINES),
+        model_prefix=str(art / "tok"),
+        vocab_size=200,
+        model_type="bpe",
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        bos_id=1,
+        eos_id=2,
+        unk_id=0,
+        pad_id=-1,
+        minloglevel=2,
+    )
+    config = LlamaConfig(
+        vocab_size=200,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=256,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+    )
     LlamaForCausalLM(config).save_pretrained(art / "model")
-    records = [{"instruction": f"say {w}", "input": "", "output": f"{w} {w}"} for w in
-               ("red", "green", "blue", "four", "fox", "dog", "two", "lazy")] * 8
+    records = [
+        {"instruction": f"say {w}", "input": "", "output": f"{w} {w}"}
+        for w in ("red", "green", "blue", "four", "fox", "dog", "two", "lazy")
+    ] * 8
     (art / "data.json").write_text(json.dumps(records))
     configs = {}
     for name in ("tiny_full", "tiny_lora"):

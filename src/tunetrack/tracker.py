@@ -375,6 +375,16 @@ class Tracker:
         step = self._step if step is None else self._coerce_step(step)
         self._control("event", {"kind": kind, "step": step, "t": time.time(), "data": _config.capture(data)})
 
+    def log_text(
+        self, key: str, rows: str | Mapping[str, Any] | Sequence[Mapping[str, Any]], step: int | None = None
+    ) -> None:
+        """Text samples (generations, GRPO completions) at ``step``: a string, a dict, or a list of dicts."""
+        if isinstance(rows, str):
+            rows = [{"text": rows}]
+        elif isinstance(rows, Mapping):
+            rows = [rows]
+        self.event("text", step=step, key=key, rows=list(rows))
+
     def log_image(self, key: str, image: Any, step: int | None = None, index: int = 0) -> str | None:
         """Store an image (PIL, NumPy array or tensor) as a PNG in the run folder and record an
         ``image`` event. Encoding happens on the calling thread: images are rare and large."""

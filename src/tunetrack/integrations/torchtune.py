@@ -25,13 +25,23 @@ from ..tracker import Tracker
 class TunetrackLogger:
     """A torchtune metric logger that records into tunetrack."""
 
-    def __init__(self, project: str | None = None, name: str | None = None, log_dir: str | None = None,
-                 dir: str | None = None, tags: list[str] | str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        name: str | None = None,
+        log_dir: str | None = None,
+        dir: str | None = None,
+        tags: list[str] | str | None = None,
+        **kwargs: Any,
+    ) -> None:
         root = dir or os.environ.get("TUNETRACK_DIR") or log_dir
         if isinstance(tags, str):
             tags = [t for t in tags.split(",") if t]
-        known = {k: kwargs.pop(k) for k in ("system", "system_interval", "flush_interval", "strict", "all_ranks")
-                 if k in kwargs}
+        known = {
+            k: kwargs.pop(k)
+            for k in ("system", "system_interval", "flush_interval", "strict", "all_ranks")
+            if k in kwargs
+        }
         if kwargs:
             warn_once("torchtune:kwargs", f"TunetrackLogger ignored unknown arguments: {sorted(kwargs)}")
         self.tracker = Tracker(project=project, name=name, dir=root, tags=list(tags or []), **known)

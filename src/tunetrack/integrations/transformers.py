@@ -53,6 +53,7 @@ class TunetrackCallback(TrainerCallback):
         self.tracker: Tracker | None = None
         self._trial: str | None = None
         self._throughput: Throughput | None = None
+        self._completions = CompletionFiles()
 
     # -- run lifecycle ---------------------------------------------------------------------------
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
@@ -111,6 +112,8 @@ class TunetrackCallback(TrainerCallback):
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.tracker is None:
             return
+        if getattr(args, "log_completions", False) and state.is_world_process_zero:
+            self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
         if state.is_hyper_param_search and state.global_step < state.max_steps:
             # Optuna calls on_train_end for a pruned trial just before raising TrialPruned.
             self.tracker.event("pruned", step=state.global_step, trial=self._trial)
@@ -155,6 +158,14 @@ class TunetrackCallback(TrainerCallback):
             assert self.tracker is not None
             self.tracker.log(dict(metrics), step=state.global_step)
 
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if (
+            getattr(args, "log_completions", False)
+            and self.tracker is not None
+            and state.is_world_process_zero
+        ):
+            self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
+
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.tracker is not None and state.is_world_process_zero:
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -179,6 +190,41 @@ class TunetrackCallback(TrainerCallback):
             except Exception:
                 pass
         return config
+
+
+class CompletionFiles:
+    """TRL's GRPO (``log_completions=True``) writes ``completions/completions_<step>.parquet`` after
+    the ``on_log`` of that step and sends the table only to wandb/trackio; pick the files up instead."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def collect(self, folder: Path, tracker: Tracker) -> None:
+        try:
+            files = sorted(p for p in folder.glob("completions_*.parquet") if p.name not in self.seen)
+        except OSError:
+            return
+        for path in files:
+            try:
+                import pandas as pd
+
+                frame = pd.read_parquet(path)
+            except Exception:
+                continue  # still being written: the next step picks it up
+            self.seen.add(path.name)
+            step = (
+                int(frame["step"].iloc[0])
+                if "step" in frame and len(frame)
+                else int(path.stem.split("_")[-1])
+            )
+            rows = [
+                {
+                    k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
+                    for k, v in r.items()
+                }
+                for r in frame.to_dict("records")
+            ]
+            tracker.log_text("completions", rows, step=step)
 
 
 def _gpu_name() -> str | None:

@@ -298,6 +298,10 @@ class Run:
             }
         return out
 
+    def texts(self, key: str | None = None) -> list[dict[str, Any]]:
+        """Text samples (``Tracker.log_text``): ``{"step", "time", "key", "rows": [...]}`` in time order."""
+        return [e for e in self.events() if e["kind"] == "text" and (key is None or e.get("key") == key)]
+
     def events(self) -> list[dict[str, Any]]:
         """Events (checkpoints, evaluations, rewinds, health warnings) in time order."""
         return [

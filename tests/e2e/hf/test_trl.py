@@ -1,0 +1,121 @@
+"""TRL 1.16 trainers take the same callback: SFT, DPO and GRPO (with completions) on CPU."""
+
+from __future__ import annotations
+
+import copy
+
+from _tiny import LINES, build_model, build_tokenizer
+from datasets import Dataset
+
+from tunetrack.integrations.transformers import TunetrackCallback
+from tunetrack.reader import open_run
+
+COMMON = dict(
+    per_device_train_batch_size=4,
+    logging_steps=1,
+    report_to="none",
+    save_strategy="no",
+    use_cpu=True,
+    disable_tqdm=True,
+    learning_rate=1e-3,
+)
+
+
+def test_sft(tmp_path, root):
+    from trl import SFTConfig, SFTTrainer
+
+    tok = build_tokenizer()
+    cb = TunetrackCallback(dir=root, name="sft")
+    SFTTrainer(
+        model=build_model(tok),
+        processing_class=tok,
+        train_dataset=Dataset.from_dict({"text": LINES[:40]}),
+        args=SFTConfig(output_dir=str(tmp_path), max_steps=6, max_length=32, **COMMON),
+        callbacks=[cb],
+    ).train()
+    cb.finish()
+    run = open_run("sft", dir=root)
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]
+    assert {"mean_token_accuracy", "num_tokens", "entropy"} <= set(run.keys())
+    assert len(run.series("perf/tokens_per_s")) >= 4  # derived from TRL's cumulative num_tokens
+    assert run.config["args"]["max_length"] == 32
+
+
+def test_dpo(tmp_path, root):
+    from trl import DPOConfig, DPOTrainer
+
+    tok = build_tokenizer()
+    model = build_model(tok)
+    data = Dataset.from_dict(
+        {
+            "prompt": ["what is two plus two?"] * 16,
+            "chosen": [" four"] * 16,
+            "rejected": [" the lazy dog"] * 16,
+        }
+    )
+    cb = TunetrackCallback(dir=root, name="dpo")
+    DPOTrainer(
+        model=model,
+        ref_model=copy.deepcopy(model),
+        processing_class=tok,
+        train_dataset=data,
+        args=DPOConfig(
+            output_dir=str(tmp_path), max_steps=4, max_length=32, gradient_checkpointing=False, **COMMON
+        ),
+        callbacks=[cb],
+    ).train()
+    cb.finish()
+    run = open_run("dpo", dir=root)
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4]
+    assert {
+        "rewards/chosen",
+        "rewards/rejected",
+        "rewards/accuracies",
+        "rewards/margins",
+        "logps/chosen",
+    } <= set(run.keys())
+
+
+def test_grpo_with_completions(tmp_path, root):
+    from trl import GRPOConfig, GRPOTrainer
+
+    tok = build_tokenizer()
+
+    def length_reward(completions, **kw):
+        return [-abs(len(c) - 10) / 10 for c in completions]
+
+    def broken_reward(completions, **kw):
+        return [None] * len(completions)  # all-None rewards: TRL logs None values
+
+    cb = TunetrackCallback(dir=root, name="grpo")
+    data = Dataset.from_dict(
+        {"prompt": ["the quick brown", "what is two", "a tracker records", "fine-tuning a"] * 4}
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=3,
+        num_generations=4,
+        max_completion_length=8,
+        generation_batch_size=4,
+        log_completions=True,
+        **COMMON,
+    )
+    GRPOTrainer(
+        model=build_model(tok),
+        reward_funcs=[length_reward, broken_reward],
+        processing_class=tok,
+        train_dataset=data,
+        args=args,
+        callbacks=[cb],
+    ).train()
+    cb.finish()
+    run = open_run("grpo", dir=root)
+    assert run.series("reward").steps.tolist() == [1, 2, 3]
+    assert {"reward_std", "completions/mean_length", "rewards/length_reward/mean"} <= set(run.keys())
+    none_rewards = run.series("rewards/broken_reward/mean")
+    assert len(none_rewards) == 3 and all(v is None for v in none_rewards.values.tolist())
+    samples = run.texts("completions")
+    assert [s["step"] for s in samples] == [1, 2, 3]
+    assert all(
+        len(s["rows"]) == 4 and "completion" in s["rows"][0] and "prompt" in s["rows"][0] for s in samples
+    )

@@ -1,0 +1,114 @@
+"""`python -m tunetrack.integrations.llamafactory train cfg.yaml`: LLaMA Factory's own training,
+recorded with its argument groups; evaluation after training lands in the same run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from helpers import SRC
+from tunetrack.reader import list_runs
+
+STUBS = os.path.join(os.path.dirname(__file__), "stubs")
+
+
+def _config(tmp_path, assets, **overrides):
+    cfg = dict(
+        stage="sft",
+        do_train=True,
+        model_name_or_path=str(assets["model"]),
+        dataset="tiny",
+        dataset_dir=str(assets["data"]),
+        template="default",
+        finetuning_type="lora",
+        lora_target="all",
+        lora_rank=4,
+        output_dir=str(tmp_path / "out"),
+        overwrite_output_dir=True,
+        per_device_train_batch_size=2,
+        max_steps=5,
+        logging_steps=1,
+        learning_rate=1e-3,
+        cutoff_len=64,
+        report_to="none",
+        save_strategy="no",
+        plot_loss=False,
+        bf16=False,
+        fp16=False,
+        dataloader_num_workers=0,
+    )
+    cfg.update(overrides)
+    path = tmp_path / "cfg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _run(cmd, root, *extra):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, STUBS]), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [*cmd, *extra, f"tunetrack.dir={root}"], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc
+
+
+WRAPPER = [sys.executable, "-m", "tunetrack.integrations.llamafactory", "train"]
+
+
+@pytest.mark.parametrize("finetuning_type", ["lora", "full"])
+def test_sft(tmp_path, root, assets, finetuning_type):
+    cfg = _config(tmp_path, assets, finetuning_type=finetuning_type)
+    _run([*WRAPPER, str(cfg), "learning_rate=0.002"], root, "tunetrack.name=sft", "tunetrack.tags=a,b")
+    (run,) = list_runs(root)
+    assert run.name == "sft" and run.project == "llamafactory" and run.tags == ["a", "b"]
+    assert run.state == "finished"
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5]
+    config = run.config
+    assert config["finetuning_args"]["finetuning_type"] == finetuning_type
+    assert config["model_args"]["model_name_or_path"] == str(assets["model"])
+    assert config["data_args"]["cutoff_len"] == 64 and "generating_args" in config
+    assert config["llamafactory"]["learning_rate"] == 0.002  # the key=value override
+    assert config["args"]["learning_rate"] == 0.002
+
+
+def test_dpo(tmp_path, root, assets):
+    cfg = _config(tmp_path, assets, stage="dpo", dataset="pairs", max_steps=3)
+    _run([*WRAPPER, str(cfg)], root)
+    (run,) = list_runs(root)
+    assert run.series("loss").steps.tolist() == [1, 2, 3]
+    assert {"rewards/chosen", "rewards/accuracies"} <= set(run.keys())
+
+
+def test_eval_after_train_lands_in_the_same_run(tmp_path, root, assets):
+    cfg = _config(
+        tmp_path, assets, do_eval=True, val_size=0.25, eval_strategy="no", per_device_eval_batch_size=2
+    )
+    _run([*WRAPPER, str(cfg)], root)
+    (run,) = list_runs(root)
+    assert run.series("eval_loss").steps.tolist() == [5]
+    assert [e["kind"] for e in run.events()].count("evaluation") == 1
+
+
+def test_torchrun_two_processes(tmp_path, root, assets):
+    cfg = _config(tmp_path, assets, ddp_backend="gloo", max_steps=3)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            "-m",
+            "tunetrack.integrations.llamafactory",
+            "train",
+            str(cfg),
+        ],
+        root,
+    )
+    (run,) = list_runs(root)
+    assert run.series("loss").steps.tolist() == [1, 2, 3] and run.state == "finished"

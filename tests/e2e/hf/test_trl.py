@@ -119,3 +119,22 @@ def test_grpo_with_completions(tmp_path, root):
     assert all(
         len(s["rows"]) == 4 and "completion" in s["rows"][0] and "prompt" in s["rows"][0] for s in samples
     )
+
+
+def test_grpo_example_script(root):
+    import os
+    import subprocess
+    import sys
+
+    from helpers import EXAMPLES_DIR, SRC
+
+    proc = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES_DIR, "trl_grpo.py"), "--dir", str(root)],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = open_run("grpo-example", dir=root)
+    assert run.series("reward").steps.tolist() == [1, 2, 3] and len(run.texts("completions")) == 3

@@ -112,3 +112,22 @@ def test_torchrun_two_processes(tmp_path, root, assets):
     )
     (run,) = list_runs(root)
     assert run.series("loss").steps.tolist() == [1, 2, 3] and run.state == "finished"
+
+
+def test_example_config(tmp_path, root, assets):
+    example = os.path.join(
+        os.path.dirname(__file__), "..", "..", "..", "examples", "llamafactory", "sft_lora.yaml"
+    )
+    _run(
+        [
+            *WRAPPER,
+            example,
+            f"model_name_or_path={assets['model']}",
+            f"dataset_dir={assets['data']}",
+            f"output_dir={tmp_path / 'out'}",
+        ],
+        root,
+        "tunetrack.project=example",
+    )
+    (run,) = list_runs(root, project="example")
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5]

@@ -144,8 +144,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller loops and 3 repetitions (CI smoke)")
     parser.add_argument("--only", action="append", help="limit to these libraries (repeatable)")
     parser.add_argument("--reps", type=int, default=None)
-    parser.add_argument("--workload", action="append", choices=["log10", "log500", "durable", "read"],
-                        help="limit to these workloads (repeatable)")
+    parser.add_argument(
+        "--workload",
+        action="append",
+        choices=["log10", "log500", "durable", "read"],
+        help="limit to these workloads (repeatable)",
+    )
     parser.add_argument("--worker", nargs=3, metavar=("LIB", "WORKLOAD", "CALLS"), help=argparse.SUPPRESS)
     opts = parser.parse_args()
     if opts.worker:

@@ -154,3 +154,31 @@ def test_console_script_in_a_subprocess(store):
     assert {r["id"] for r in json.loads(proc.stdout)} >= {a}
     bad = subprocess.run([*cmd, "show", "zzz"], capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 1 and bad.stderr.strip() == f"Error: no run 'zzz' in {root}"
+
+
+def test_export_system_metrics(root):
+    class Source:
+        name = "fake"
+
+        def sample(self):
+            return {"cpu.percent": 12.5, "gpu.0.util": 80}
+
+        def close(self): ...
+
+    t = Tracker(dir=root, name="sys", system_sources=[Source()], system_interval=0.1).start()
+    t.log({"loss": 1.0})
+    import time
+
+    time.sleep(0.35)
+    t.finish()
+    rows = [
+        json.loads(line) for line in invoke("export", "sys", "--dir", root, "--system").output.splitlines()
+    ]
+    assert len(rows) >= 3
+    assert (
+        rows[0]["node"].startswith("node0:")
+        and rows[0]["cpu.percent"] == 12.5
+        and rows[0]["gpu.0.util"] == 80
+    )
+    shown = invoke("show", "sys", "--dir", root).output
+    assert "last value of" in shown and "node0:" in shown and "gpu.0.util" in shown

@@ -153,10 +153,8 @@ def show(run: Run) -> None:
         out.print(table)
     system = run.system_summary()
     if system:
-        table = Table(
-            title="system (last value per node)", show_edge=False, title_justify="left", header_style="bold"
-        )
-        table.add_column("key")
+        table = Table(title="system", show_edge=False, title_justify="left", header_style="bold")
+        table.add_column("last value of")
         for node in system:
             table.add_column(node, justify="right")
         for key in sorted({k for values in system.values() for k in values}):

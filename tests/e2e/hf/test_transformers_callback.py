@@ -249,3 +249,34 @@ def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root):
     ]
     assert (tmp_path / "out" / "checkpoint-4").is_dir()
     assert run.state == "finished"
+
+
+def test_optuna_pruned_trials_are_marked(tmp_path, root):
+    optuna = pytest.importorskip("optuna")
+
+    class PruneFirstTrial(optuna.pruners.BasePruner):
+        def prune(self, study, trial):
+            return trial.number == 0  # at its first report; the second trial completes
+
+    tok = build_tokenizer()
+    cb = TunetrackCallback(dir=root, project="pruned", name="search")
+    trainer = Trainer(
+        model_init=lambda trial=None: build_model(tok),
+        args=_args(tmp_path, max_steps=6, eval_strategy="steps", eval_steps=2),
+        train_dataset=build_dataset(tok),
+        eval_dataset=build_dataset(tok, rows=8),
+        callbacks=[cb],
+    )
+    trainer.hyperparameter_search(
+        direction="minimize",
+        backend="optuna",
+        n_trials=2,
+        pruner=PruneFirstTrial(),
+        hp_space=lambda t: {"learning_rate": t.suggest_float("learning_rate", 1e-4, 1e-2)},
+    )
+    cb.finish()
+    second, first = list_runs(root, project="pruned")
+    assert [e["step"] for e in first.events() if e["kind"] == "pruned"] == [2]
+    assert first.series("loss").steps.tolist() == [1, 2]
+    assert [e for e in second.events() if e["kind"] == "pruned"] == []
+    assert second.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]

@@ -126,6 +126,24 @@ def llamafactory(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def ui(session: nox.Session) -> None:
+    """The dashboard: API tests, and browser tests in Debian's Chromium driven by Playwright."""
+    if not Path("/usr/bin/chromium").exists():  # installed by the session itself; never `playwright install`
+        session.run("apt-get", "update", "-q", external=True)
+        session.run(
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "chromium",
+            external=True,
+            env={"DEBIAN_FRONTEND": "noninteractive"},
+        )
+    session.install("-e", ".[test,ui]", "playwright", "httpx")  # no torch: the dashboard never needs it
+    session.run("pytest", "tests/ui", "--junitxml=test-artifacts/ui.xml", *session.posargs, env=ENV)
+
+
+@nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
     """The docs build strictly (broken links and missing pages fail)."""
     session.install("mkdocs>=1.6")
@@ -148,6 +166,7 @@ nox.options.sessions = [
     "tests",
     *[name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)],
     *(["llamafactory"] if _has_tests("tests/e2e/llamafactory") else []),
+    *(["ui"] if _has_tests("tests/ui") else []),
     "docs",
     *(["bench"] if (ROOT / "benchmarks" / "run_all.py").exists() else []),
 ]

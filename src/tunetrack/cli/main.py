@@ -211,6 +211,39 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
             stream.close()
 
 
+@cli.command("ui")
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. 127.0.0.1 keeps the dashboard on this machine; any other address "
+    "(0.0.0.0 for every interface) exposes it and requires a token.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8477, show_default=True)
+@click.option("--token", default=None, help="Token for non-loopback access (default: generated and printed).")
+def ui_command(root: str | None, host: str, port: int, token: str | None) -> None:
+    """Start the live local dashboard and print its address; Ctrl-C stops it."""
+    try:
+        import uvicorn
+
+        from ..ui.app import create_app
+    except ImportError:
+        raise click.ClickException("the dashboard needs its extra: pip install 'tunetrack[ui]'") from None
+    import secrets
+
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    if token is None and not loopback:
+        token = secrets.token_urlsafe(18)
+    shown = "127.0.0.1" if host == "0.0.0.0" else host
+    click.echo(
+        f"tunetrack dashboard: http://{shown}:{port}/"
+        + (f"?token={token}" if token else "")
+        + "  (Ctrl-C stops)"
+    )
+    uvicorn.run(create_app(root, token), host=host, port=port, log_level="warning")
+
+
 def main() -> None:
     """Console-script entry point."""
     cli(prog_name="tunetrack")

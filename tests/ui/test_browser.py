@@ -1,0 +1,134 @@
+"""The dashboard in a real browser (Debian's Chromium driven by Playwright) against `tunetrack ui`."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from conftest import ARTIFACTS
+from helpers import spawn_script, wait_until
+from tunetrack import Tracker
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def _seed(root):
+    a = Tracker(
+        dir=root, name="alpha", project="p", system=False, config={"lr": 0.1, "model": {"layers": 2}}
+    ).start()
+    for step in range(1, 51):
+        a.log({"loss": 2.0 / step, "lr": 0.1}, step=step)
+    a.event("checkpoint", step=25, path="ckpt-25")
+    a.finish()
+    b = Tracker(
+        dir=root, name="beta", project="p", system=False, config={"lr": 0.2, "model": {"layers": 2}}
+    ).start()
+    for step in range(1, 51):
+        b.log({"loss": 3.0 / step, "lr": 0.2}, step=step)
+    b.finish("failed")
+    x = Tracker(dir=root, name=XSS, project=XSS, tags=[XSS], system=False, config={XSS: XSS}).start()
+    x.log({"loss": 1.0}, step=1)
+    x.finish("killed")
+    return a.id, b.id, x.id
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()
+
+
+def test_runs_table_run_page_and_compare(root, server_factory, page):
+    a, b, x = _seed(root)
+    server = server_factory(root)
+    page.goto(server.base + "/")
+    page.wait_for_selector("#runs tbody tr")
+    rows = {tr.get_attribute("data-run"): tr.inner_text() for tr in page.query_selector_all("#runs tbody tr")}
+    assert set(rows) == {a, b, x}
+    assert "finished" in rows[a] and "failed" in rows[b] and "killed" in rows[x]
+    page.screenshot(path=str(ARTIFACTS / "runs.png"))
+
+    page.click("text=alpha")
+    # (polling from Python: the page's CSP forbids the eval that wait_for_function would need)
+    wait_until(lambda: len(page.query_selector_all("#charts .chart .main-svg")) >= 2, timeout=20)
+    assert len(page.query_selector_all("#charts .chart")) == 2  # loss, lr
+    assert page.inner_text("#events").count("checkpoint") == 1
+    assert "model.layers" in page.inner_text("#config")
+    page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
+
+    page.goto(f"{server.base}/compare?ids={a},{b}")
+    wait_until(
+        lambda: (
+            [c.get_attribute("data-traces") for c in page.query_selector_all("#charts .chart")] == ["2", "2"]
+        ),
+        timeout=20,
+    )
+    keys = [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")]
+    assert keys == ["lr"]  # model.layers is the same in both: not shown
+    page.screenshot(path=str(ARTIFACTS / "compare.png"), full_page=True)
+    assert page.dialogs == []
+
+
+def test_a_chart_grows_while_another_process_logs(root, server_factory, page, tmp_path):
+    writer = spawn_script(
+        """
+        import sys, time
+        from tunetrack import Tracker
+        t = Tracker(dir=sys.argv[1], name="live", system=False).start()
+        print(t.id, flush=True)
+        for step in range(1, 400):
+            t.log({"loss": 1.0 / step}, step=step)
+            time.sleep(0.05)
+        t.finish()
+    """,
+        str(root),
+    )
+    run_id = writer.stdout.readline().strip()
+    server = server_factory(root)
+    try:
+        page.goto(f"{server.base}/run/{run_id}")
+        page.wait_for_selector("#charts .chart[data-points]")
+        first = int(page.get_attribute("#charts .chart", "data-points"))
+        wait_until(lambda: int(page.get_attribute("#charts .chart", "data-points")) > first + 10, timeout=20)
+        page.screenshot(path=str(ARTIFACTS / "live.png"))
+    finally:
+        writer.kill()
+
+
+def test_user_strings_render_as_text(root, server_factory, page):
+    _, _, x = _seed(root)
+    server = server_factory(root)
+    page.goto(server.base + "/")
+    page.wait_for_selector(f"#runs tbody tr[data-run='{x}']")
+    assert XSS in page.inner_text(f"#runs tbody tr[data-run='{x}']")
+    page.goto(f"{server.base}/run/{x}")
+    wait_until(lambda: page.inner_text("#title"), timeout=20)
+    wait_until(lambda: page.inner_text("#config"), timeout=20)
+    assert XSS in page.inner_text("#title") and XSS in page.inner_text("#config")
+    assert page.query_selector("img[src='x']") is None
+    page.wait_for_timeout(500)
+    assert page.dialogs == []
+    page.screenshot(path=str(ARTIFACTS / "xss.png"))
+
+
+def test_non_loopback_bind_requires_the_token(root, server_factory, page):
+    _seed(root)
+    server = server_factory(root, host="0.0.0.0")
+    token = re.search(r"token=(\S+)", server.banner).group(1)
+    for path in ("/", "/api/runs", "/static/runs.js"):
+        assert httpx.get(server.base + path).status_code == 401, path
+    assert (
+        httpx.get(server.base + "/api/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    )
+    response = page.goto(server.base + "/")
+    assert response.status == 401
+    page.goto(f"{server.base}/?token={token}")
+    page.wait_for_selector("#runs tbody tr")  # the cookie carries the token for the page's API calls
+    page.screenshot(path=str(ARTIFACTS / "token.png"))
+    assert server.stop() == 0  # Ctrl-C stops it cleanly

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -60,3 +61,55 @@ def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval:
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``tunetrack ui`` in a subprocess on a free port; stopped (SIGINT, like Ctrl-C) at teardown."""
+
+    def __init__(self, root: Path, host: str = "127.0.0.1", token: str | None = None) -> None:
+        self.port = free_port()
+        self.base = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{self.port}"
+        cmd = [
+            sys.executable,
+            "-m",
+            "tunetrack",
+            "ui",
+            "--dir",
+            str(root),
+            "--host",
+            host,
+            "--port",
+            str(self.port),
+        ]
+        if token:
+            cmd += ["--token", token]
+        self.proc = subprocess.Popen(
+            cmd,
+            env={**os.environ, "PYTHONPATH": SRC},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.banner = self.proc.stdout.readline().strip()
+        import httpx
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server died: {self.banner}\n{self.proc.stdout.read()}")
+            try:
+                httpx.get(self.base + "/static/app.css", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start")
+
+    def stop(self) -> int:
+        self.proc.send_signal(2)
+        return self.proc.wait(timeout=15)

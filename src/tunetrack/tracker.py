@@ -325,6 +325,8 @@ class Tracker:
             else:
                 row, plain = snapshot(metrics, self.strict), False
             self._step = step
+            if len(buf) >= self._max_pending:
+                self._wait_for_room(buf)
             if len(buf) < self._max_pending:
                 buf.append((step, time.time(), row, plain))
             else:
@@ -340,6 +342,18 @@ class Tracker:
             if self.strict:
                 raise InvalidValue(f"tunetrack cannot log {metrics!r}: {exc}") from exc
             warn_once(f"log:{type(exc).__name__}", f"log() ignored a call it could not record: {exc!r}")
+
+    def _wait_for_room(self, buf: deque) -> None:
+        """Backpressure before dropping: give the writer the interpreter for up to 5 ms.
+
+        Only a loop that logs far faster than the writer converts (hundreds of thousands of rows per
+        second) ever gets here; it slows down a little instead of losing rows. A writer that is truly
+        stuck (a hung disk) costs at most 5 ms per call, then rows are dropped and counted.
+        """
+        for _ in range(5):
+            time.sleep(0.001)
+            if len(buf) < self._max_pending:
+                return
 
     def _buf_slow(self) -> deque | None:
         if not self._started:

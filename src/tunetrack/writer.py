@@ -69,6 +69,8 @@ class Writer(threading.Thread):
         self.end: dict[str, Any] = {}
         self._pending: list[tuple] = []
         self._pending_system: list[tuple] = []
+        self.last_values: dict[str, Any] = {}
+        self.last_step: int | None = None
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
     # -- the loop -------------------------------------------------------------------------------
@@ -89,8 +91,13 @@ class Writer(threading.Thread):
         waiters = self._drain()
         now = time.monotonic()
         due = now - self._last_write >= self.flush_interval
-        while len(self._pending) >= BATCH_ROWS:  # a backlog is written in bounded chunks
-            self._write_rows(BATCH_ROWS)
+        pop = self.buf.popleft
+        while True:  # a backlog is taken and written in bounded chunks
+            take = min(len(self.buf), BATCH_ROWS - len(self._pending))
+            self._pending.extend([pop() for _ in range(take)])
+            if len(self._pending) < BATCH_ROWS:
+                break
+            self._write_rows()
         if self._pending and (due or stopping or waiters):
             self._write_rows()
         if self._pending_system and (due or stopping or waiters):
@@ -111,14 +118,12 @@ class Writer(threading.Thread):
         return False
 
     def _drain(self) -> list[threading.Event]:
-        """Move queued rows to ``_pending`` and apply control items; return the flush waiters.
+        """Apply the queued control items; return the flush waiters.
 
-        Controls are taken first: every row logged before a flush request is then drained too.
+        Controls are taken before rows: every row logged before a flush request is then written too.
         """
-        controls, rows = self.controls, self.buf
+        controls = self.controls
         items = [controls.popleft() for _ in range(len(controls))]
-        pop = rows.popleft
-        self._pending.extend([pop() for _ in range(len(rows))])
         waiters = []
         for kind, payload in items:
             if kind == "flush":
@@ -130,12 +135,10 @@ class Writer(threading.Thread):
         return waiters
 
     # -- writing --------------------------------------------------------------------------------
-    def _write_rows(self, limit: int | None = None) -> None:
-        if limit is None or limit >= len(self._pending):
-            rows, self._pending = self._pending, []
-        else:
-            rows, self._pending = self._pending[:limit], self._pending[limit:]
-        record = encode_rows(rows, on_drop=self._on_drop)
+    def _write_rows(self) -> None:
+        rows, self._pending = self._pending, []
+        record = encode_rows(rows, on_drop=self._on_drop, last=self.last_values)
+        self.last_step = rows[-1][0]
         if self.store is not None:
             if not self._store_op(lambda s: s.append(record)):
                 self.counters.lost_rows += len(rows)
@@ -216,7 +219,7 @@ class Writer(threading.Thread):
                 self.backends.remove(backend)
 
     def _close(self) -> None:
-        self._drain()
+        self._cycle(stopping=True)
         if self._pending:
             self._write_rows()
         if self._pending_system:
@@ -226,6 +229,10 @@ class Writer(threading.Thread):
             self._call(backend, "finish", state)
         if self.store is not None:
             self.end["counters"] = self.counters.as_dict()
+            values = {
+                k: v for k, v in ((k, to_python(v)) for k, v in self.last_values.items()) if v is not DROP
+            }
+            self.end["last"] = {"step": self.last_step, "values": values}
             self._store_op(lambda s: s.close(self.end))
 
 

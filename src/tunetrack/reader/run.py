@@ -275,6 +275,15 @@ class Run:
             frame = frame[["step", "time", *[k for k in keys if k in frame.columns]]]
         return frame
 
+    def latest(self) -> dict[str, Any]:
+        """``{"step", "values"}``: the last step and each key's last value, from the end record of a
+        finished primary process (no data read: what run listings use), else from the data."""
+        latest = self._latest_primary()
+        last = (latest.end or {}).get("last") if latest is not None else None
+        if isinstance(last, dict) and "values" in last:
+            return last
+        return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
+
     @property
     def last_step(self) -> int | None:
         steps = [

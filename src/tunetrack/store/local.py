@@ -44,7 +44,9 @@ def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int
     return "o", values, None
 
 
-def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
+def encode_rows(
+    rows: Sequence[RawRow], on_drop: Any = None, last: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """One ``r`` record for a batch of raw rows (``(step, time, metrics, all_floats)``).
 
     The common case (every row has the same string keys and only float values, as a training loop
@@ -64,6 +66,8 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
     uniform = list(chain.from_iterable(dicts)) == first * n
     if uniform and plain and all(type(k) is str for k in first):
         flat = list(chain.from_iterable(map(dict.values, dicts)))
+        if last is not None:
+            last.update(dicts[-1])
         return {**record, "m": first, "x": struct.pack(f"<{len(flat)}d", *flat), "c": {}}
     valss: Sequence[Any] = list(map(tuple, map(dict.values, dicts)))
     if uniform:
@@ -94,6 +98,8 @@ def encode_rows(rows: Sequence[RawRow], on_drop: Any = None) -> dict[str, Any]:
             idx = [(idx[i] if idx is not None else i) for i in kept]
         if not (kind == "o" and not data):
             cols[key] = [kind, data, None if idx is None else array("I", idx).tobytes()]
+            if last is not None:
+                last[key] = data[-1] if kind == "o" else col[-1]
     return {**record, "c": cols}
 
 

@@ -11,6 +11,7 @@ import hmac
 import importlib.resources
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,28 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         return response
 
+    cache: dict[str, tuple[tuple, Run]] = {}
+
     def run_or_404(run_id: str) -> Run:
+        """The run, parsed once while its files are unchanged (a page's charts share one parse)."""
         try:
-            return open_run(run_id, dir=root)
+            run = open_run(run_id, dir=root)
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
+        # Recheck at least every 5 s even without writes: a silent run turns ``crashed``.
+        signature = (
+            int(time.time() // 5),
+            *sorted(
+                (e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(run.path) if e.is_file()
+            ),
+        )
+        hit = cache.get(run.id)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+        if len(cache) > 64:
+            cache.pop(next(iter(cache)))
+        cache[run.id] = (signature, run)
+        return run
 
     @app.get("/api/runs", summary="Runs, newest first")
     def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:

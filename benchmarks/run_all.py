@@ -162,8 +162,8 @@ def main() -> None:
     libs = [n for n in (*FAST, *PEER_NAMES) if not opts.only or n in opts.only]
     plan = {
         # workload: (calls for floor/tunetrack, calls for peers)
-        "log10": (n10, max(n10 // 20, 2_000)),
-        "log500": (n10 // 10, 100 if opts.quick else 300),  # SwanLab takes ~100 ms per 500-metric call
+        "log10": (n10, 1_000 if opts.quick else 5_000),
+        "log500": (n10 // 10, 50 if opts.quick else 300),  # SwanLab takes ~100 ms per 500-metric call
         "durable": (100_000, 0),
         "read": (100_000, 0 if opts.quick else 100_000),
     }

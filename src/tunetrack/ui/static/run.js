@@ -31,14 +31,16 @@ function layout(title) {
            yaxis: { type: o.log ? "log" : "linear" }, xaxis: { title: { text: o.x } }, shapes: eventShapes(),
            showlegend: false, uirevision: title };
 }
-function seriesUrl(key, node, extra) {
+function seriesUrl(key, node, extra, div) {
   const x = opts().x === "step" ? "step" : "time";
-  const q = new URLSearchParams({ key, x, width: "1200", ...extra });
+  // About one bucket per horizontal pixel: M4 then sends at most four points per pixel.
+  const width = String(Math.max(100, Math.round((div && div.clientWidth) || 600)));
+  const q = new URLSearchParams({ key, x, width, ...extra });
   if (node) q.set("node", node);
   return `/api/runs/${encodeURIComponent(runId)}/series?${q}`;
 }
 async function draw(chart) {
-  const data = await api(seriesUrl(chart.key, chart.node, chart.range || {}));
+  const data = await api(seriesUrl(chart.key, chart.node, chart.range || {}, chart.div));
   chart.raw = { x: data.x, y: data.y };
   chart.cursor = data.cursor;
   const trace = { x: xsFor(data.x), y: smoothed(data.y, opts().smooth), mode: "lines", name: chart.key,

@@ -72,6 +72,7 @@ def tests(session: nox.Session) -> None:
         "-m",
         "not e2e",
         "--ignore=tests/e2e",
+        "--ignore=tests/ui",
         "--junitxml=test-artifacts/tests.xml",
         *session.posargs,
         env=ENV,

@@ -156,7 +156,16 @@ def bench(session: nox.Session) -> None:
     """tunetrack against the real peer trackers, side by side in one run."""
     session.install(TORCH)
     session.install(
-        "-e", ".", "trackio", "wandb", "tensorboard", "swanlab", "mlflow", "transformers", "datasets"
+        "-e",
+        ".",
+        "trackio",
+        "wandb",
+        "tensorboard",
+        "swanlab",
+        "mlflow",
+        "transformers",
+        "accelerate",
+        "datasets",
     )
     session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]), env=ENV)
     session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]), env=ENV)

@@ -31,7 +31,7 @@ from .errors import InvalidValue
 from .health import HealthConfig, HealthMonitor
 from .store import jobs, layout
 from .store.local import LocalStore
-from .writer import Counters, Writer
+from .writer import Counters, RowQueue, Writer
 
 _live: weakref.WeakSet[Tracker] = weakref.WeakSet()
 _hooks_lock = threading.Lock()
@@ -91,7 +91,8 @@ class Tracker:
         self._health = health
         self._stop_waiting = threading.Event()
         self._lock = threading.RLock()
-        self._buf: deque | None = None
+        self._buf: deque | None = None  # the queue's rows; None when this process does not record
+        self._queue = RowQueue()
         self._controls: deque = deque()
         self._writer: Writer | None = None
         self._counters = Counters()
@@ -158,12 +159,20 @@ class Tracker:
         store, resumed = self._open_store(now, ranks, role)
         if job is not None and store is not None and ranks.rank == 0:
             _quietly(jobs.publish, root, job, self.id)
-        self._buf = deque()
+        self._use_queue(RowQueue())
         self._launch(store, resumed, ranks)
         if self._initial_config is not None:
             self.log_config(self._initial_config)
         if self._resume_step is not None:
             self.rewind(self._resume_step)
+
+    def _use_queue(self, queue: RowQueue) -> None:
+        self._queue, self._buf = queue, queue.rows
+        self._add_step, self._add_time, self._add_plain = (
+            queue.steps.append,
+            queue.times.append,
+            queue.plains.append,
+        )
 
     def _join_job(self, root: Path, job: str, ranks: Any) -> None:
         import psutil
@@ -184,7 +193,7 @@ class Tracker:
             self.id, self.name or self.id, self.project, list(self.tags), self.run_dir, resumed, {}
         )
         self._writer = Writer(
-            self._buf if self._buf is not None else deque(),
+            self._queue,
             self._controls,
             store,
             self._backends,
@@ -328,7 +337,10 @@ class Tracker:
             if len(buf) >= self._max_pending:
                 self._wait_for_room(buf)
             if len(buf) < self._max_pending:
-                buf.append((step, time.time(), row, plain))
+                self._add_step(step)
+                self._add_time(time.time())
+                self._add_plain(plain)
+                buf.append(row)  # last: the writer takes only rows whose parts are all queued
             else:
                 self._counters.dropped_rows += 1
                 warn_once(

@@ -25,6 +25,37 @@ from .store.local import LocalStore, encode_rows
 BATCH_ROWS = 4096
 
 
+class RowQueue:
+    """Rows travel from ``Tracker.log`` to the writer in four parallel deques, not one tuple per row:
+    appending allocates no garbage-collected container, so a fast logging loop never makes the
+    collector walk the backlog. ``rows`` is appended last, so ``len(rows)`` rows are always complete."""
+
+    __slots__ = ("plains", "rows", "steps", "times")
+
+    def __init__(self) -> None:
+        self.steps: deque = deque()
+        self.times: deque = deque()
+        self.plains: deque = deque()
+        self.rows: deque = deque()
+
+    def take(self, n: int) -> list[tuple]:
+        """The next ``n`` rows as ``(step, time, row, plain)`` tuples (on the writer thread)."""
+        steps, times, plains, rows = (
+            self.steps.popleft,
+            self.times.popleft,
+            self.plains.popleft,
+            self.rows.popleft,
+        )
+        return list(
+            zip(
+                [steps() for _ in range(n)],
+                [times() for _ in range(n)],
+                [rows() for _ in range(n)],
+                [plains() for _ in range(n)],
+            )
+        )
+
+
 class Counters:
     """What could not be kept: reported in ``finish()`` and stored in the run's end record."""
 
@@ -41,7 +72,7 @@ class Counters:
 class Writer(threading.Thread):
     def __init__(
         self,
-        buf: deque,
+        buf: RowQueue,
         controls: deque,
         store: LocalStore | None,
         backends: Sequence[Backend],
@@ -91,10 +122,9 @@ class Writer(threading.Thread):
         waiters = self._drain()
         now = time.monotonic()
         due = now - self._last_write >= self.flush_interval
-        pop = self.buf.popleft
         while True:  # a backlog is taken and written in bounded chunks
-            take = min(len(self.buf), BATCH_ROWS - len(self._pending))
-            self._pending.extend([pop() for _ in range(take)])
+            take = min(len(self.buf.rows), BATCH_ROWS - len(self._pending))
+            self._pending.extend(self.buf.take(take))
             if len(self._pending) < BATCH_ROWS:
                 break
             self._write_rows()

@@ -1,159 +1,401 @@
-"""The CLI over real runs written by the real Tracker: in-process (CliRunner) and as a subprocess."""
+"""The CLI over real runs written by the real Tracker: in-process (click's CliRunner) and through the
+installed ``tunetrack`` console script in a subprocess."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
-import shutil
+import os
+import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from rich.text import Text
 
 from helpers import SRC
 from tunetrack import Tracker
-from tunetrack.cli import cli
+from tunetrack.cli import cli, render
+from tunetrack.reader import open_run
+
+STEPS = 300
+ALPHA_CONFIG = {
+    "lr": 1e-3,
+    "seed": 1,
+    "model": {"layers": 2, "hidden": 64},
+    "optimizer": {"name": "adamw", "betas": [0.9, 0.999]},
+}
+BETA_CONFIG = {
+    "lr": 3e-4,
+    "warmup": 10,
+    "model": {"layers": 2, "hidden": 128},
+    "optimizer": {"name": "adamw", "betas": [0.9, 0.999]},
+}
+
+
+def loss(step: int) -> float:
+    return 3.25 - step * 0.005  # 3.245 at step 1, 1.75 at step 300
+
+
+def lr(step: int) -> float:
+    return 1e-3 * min(1.0, step / 30) * (1 - step / (STEPS + 1))
+
+
+def eval_loss(step: int) -> float:
+    return 2.5 - step / 1000  # every 50 steps: 2.45 .. 2.2
 
 
 @pytest.fixture
 def store(root):
+    """Two runs: ``alpha`` (project p1, finished) and ``beta`` (project p2, failed)."""
     a = Tracker(
-        project="p1",
-        name="alpha",
-        dir=root,
-        tags=["base"],
-        system=False,
-        config={"lr": 1e-3, "model": {"layers": 2, "hidden": 64}, "seed": 1},
+        project="p1", name="alpha", dir=root, tags=["base", "lora"], system=False, config=ALPHA_CONFIG
     ).start()
-    for step in range(1, 201):
-        a.log({"loss": 5.0 - step * 0.01, "learning_rate": 1e-3}, step=step)
+    for step in range(1, STEPS + 1):
+        a.log({"loss": loss(step), "learning_rate": lr(step)}, step=step)
         if step % 50 == 0:
-            a.log({"eval_loss": 4.0 - step * 0.001}, step=step)
-    a.log({"odd": math.nan, "none": None}, step=200)
-    a.event("checkpoint", step=100, path="/ckpt/100")
+            a.log({"eval_loss": eval_loss(step)}, step=step)
+        if step == 100:
+            a.event("checkpoint", step=step, path="/ckpt/100")
+    a.log({"odd": math.nan, "big": math.inf, "none": None, "note": "done"}, step=STEPS)
     a.finish()
     with (
         pytest.raises(RuntimeError),
-        Tracker(
-            project="p2",
-            name="beta",
-            dir=root,
-            system=False,
-            config={"lr": 3e-4, "model": {"layers": 2, "hidden": 128}},
-        ) as b,
+        Tracker(project="p2", name="beta", dir=root, tags=["base"], system=False, config=BETA_CONFIG) as b,
     ):
         b.log({"loss": 1.0}, step=1)
         raise RuntimeError("diverged")
     return root, a.id, b.id
 
 
-def invoke(*args):
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
-    return result
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 
 
-def test_ls_table_and_filters(store):
+def ok(*args: object) -> str:
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def line_of(output: str, first: str) -> str:
+    """The one table row whose first cell is ``first``."""
+    (line,) = [line for line in output.splitlines() if line.split()[:1] == [first]]
+    return line
+
+
+def unique_prefix(ref: str, other: str) -> str:
+    return next(ref[:n] for n in range(1, len(ref) + 1) if not other.startswith(ref[:n]))
+
+
+def assert_one_line_error(result, code: int = 1) -> str:
+    assert result.exit_code == code, result.output
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("Error: ")
+    return line
+
+
+# -- ls --------------------------------------------------------------------------------------------
+def test_ls_table_lists_both_runs_with_their_state(store):
     root, a, b = store
-    out = invoke("ls", "--dir", root)
-    assert out.exit_code == 0
-    assert "alpha" in out.output and "beta" in out.output
-    assert "finished" in out.output and "failed" in out.output
-    only = invoke("ls", "--dir", root, "--project", "p1").output
-    assert "alpha" in only and "beta" not in only
-    failed = invoke("ls", "--dir", root, "--state", "failed").output
+    out = ok("ls", "--dir", root)
+    header = out.splitlines()[0].split()[::2]  # every other token is a column separator
+    assert header == [
+        "id", "name", "project", "state", "tags", "hosts", "created", "duration", "step", "loss", "eval_loss"
+    ]  # fmt: skip
+    alpha, beta = line_of(out, a), line_of(out, b)
+    assert out.index(beta) < out.index(alpha)  # newest first
+    host = socket.gethostname()
+    for cell in ("alpha", "p1", "finished", "base, lora", host, "300", "1.75", "2.2"):
+        assert f" {cell} " in alpha, cell
+    for cell in ("beta", "p2", "failed", host, "1"):
+        assert f" {cell} " in beta, cell
+    created = time.strftime("%Y-%m-%d %H:%M", time.localtime(open_run(a, dir=root).created))
+    assert created in alpha  # local time
+
+
+def test_ls_filters(store):
+    root, a, b = store
+    only_p1 = ok("ls", "--dir", root, "--project", "p1")
+    assert "alpha" in only_p1 and "beta" not in only_p1
+    failed = ok("ls", "--dir", root, "--state", "failed")
     assert "beta" in failed and "alpha" not in failed
+    lora = ok("ls", "--dir", root, "--tag", "lora")
+    assert "alpha" in lora and "beta" not in lora
+    both_tags = json.loads(ok("ls", "--dir", root, "--tag", "base", "--tag", "lora", "--json"))
+    assert [r["id"] for r in both_tags] == [a]
+    newest = json.loads(ok("ls", "--dir", root, "--limit", "1", "--json"))
+    assert [r["id"] for r in newest] == [b]
+    none = ok("ls", "--dir", root, "--project", "p1", "--state", "failed")
+    assert none == f"no runs matching the filters in {root}\n"
 
 
-def test_ls_json(store):
+def test_ls_json_has_the_fields(store):
     root, a, b = store
-    runs = json.loads(invoke("ls", "--dir", root, "--json").output)
-    assert [r["name"] for r in runs] == ["beta", "alpha"]
-    assert runs[1] | {"id": a} == runs[1] and runs[1]["state"] == "finished" and runs[1]["last_step"] == 200
-    assert {"id", "name", "project", "state", "tags", "created", "ended", "hosts"} <= set(runs[0])
+    runs = json.loads(ok("ls", "--dir", root, "--json"))
+    assert [r["id"] for r in runs] == [b, a]
+    beta, alpha = runs
+    assert {"id", "name", "project", "state", "tags", "created", "ended", "last_step", "hosts"} <= set(alpha)
+    assert (alpha["name"], alpha["project"], alpha["state"], alpha["tags"]) == (
+        "alpha",
+        "p1",
+        "finished",
+        ["base", "lora"],
+    )
+    assert (beta["name"], beta["project"], beta["state"]) == ("beta", "p2", "failed")
+    assert alpha["last_step"] == STEPS and beta["last_step"] == 1
+    assert alpha["hosts"] == [socket.gethostname()]
+    assert alpha["created"] <= alpha["ended"] <= beta["created"] <= beta["ended"]
+    assert alpha["last"]["loss"] == loss(STEPS) and alpha["last"]["note"] == "done"
+    assert math.isnan(alpha["last"]["odd"])  # written as NaN, which json.loads reads back
 
 
-def test_ls_empty_store(tmp_path):
-    out = invoke("ls", "--dir", tmp_path / "nothing")
-    assert out.exit_code == 0 and out.output.startswith("no runs in")
+@pytest.mark.parametrize("make", [False, True])
+def test_ls_on_a_missing_or_empty_store(tmp_path, make):
+    root = tmp_path / "nothing"
+    if make:
+        root.mkdir()
+    assert ok("ls", "--dir", root) == f"no runs in {root}\n"
+    assert json.loads(ok("ls", "--dir", root, "--json")) == []
 
 
-def test_show(store):
+def test_ls_shows_a_running_run(root):
+    t = Tracker(name="live", dir=root, system=False).start()
+    try:
+        t.log({"loss": 0.5}, step=7)
+        (run,) = json.loads(ok("ls", "--dir", root, "--json", "--state", "running"))
+        assert run["id"] == t.id and run["ended"] is None
+        assert " running " in line_of(ok("ls", "--dir", root), t.id)
+    finally:
+        t.finish()
+    assert json.loads(ok("ls", "--dir", root, "--json"))[0]["state"] == "finished"
+
+
+# -- show ------------------------------------------------------------------------------------------
+def test_show_by_unique_prefix(store):
     root, a, b = store
-    out = invoke("show", a[:6], "--dir", root).output  # a unique prefix names the run
-    assert "alpha" in out and "finished" in out
-    assert "model.hidden" in out and "64" in out
-    assert "checkpoint" in out and "/ckpt/100" in out
-    assert "loss" in out and "3" in out  # the summary's last loss is 3.0
-    failed = invoke("show", "beta", "--dir", root).output
-    assert "RuntimeError: diverged" in failed
+    out = ok("show", unique_prefix(a, b), "--dir", root)
+    assert f"alpha ({a})" in out and "finished" in out and "base, lora" in out
+    # config: key, value
+    for key, value in [("model.hidden", "64"), ("optimizer.betas", "[0.9, 0.999]"), ("seed", "1")]:
+        assert line_of(out, key).split()[1:] == ["│", *value.split()], key
+    # summary: key, last, min, max, step, count
+    assert line_of(out, "loss").split()[::2] == ["loss", "1.75", "1.75", "3.245", "300", "300"]
+    assert line_of(out, "eval_loss").split()[::2] == ["eval_loss", "2.2", "2.2", "2.45", "300", "6"]
+    assert line_of(out, "odd").split()[::2] == ["odd", "nan", "—", "—", "300", "1"]
+    (event,) = [line for line in out.splitlines() if "checkpoint" in line]
+    assert event.split()[:3] == ["100", "│", "checkpoint"] and "path=/ckpt/100" in event
+    assert "learning_rate (right axis)" in out and "step" in out  # the plot
+    assert "error" not in out.split()
+
+
+def test_show_failed_run_has_the_traceback(store):
+    root, a, b = store
+    out = ok("show", "beta", "--dir", root)  # by name
+    assert f"beta ({b})" in out and "failed" in out
+    assert "Traceback (most recent call last)" in out and "RuntimeError: diverged" in out
 
 
 def test_show_json(store):
     root, a, b = store
-    data = json.loads(invoke("show", a, "--dir", root, "--json").output.replace("NaN", "null"))
-    assert data["id"] == a and data["config"]["model"]["layers"] == 2
-    assert data["summary"]["loss"]["last"] == pytest.approx(3.0)
-    assert data["summary"]["eval_loss"]["count"] == 4
-    assert [e["kind"] for e in data["events"]] == ["checkpoint"]
+    data = json.loads(ok("show", a, "--dir", root, "--json"))
+    assert {"meta", "config", "summary", "events"} <= set(data)
+    assert data["id"] == a and data["state"] == "finished" and data["error"] is None
+    assert data["config"] == ALPHA_CONFIG
+    assert data["summary"]["loss"] == {"last": 1.75, "min": 1.75, "max": 3.245, "step": 300, "count": 300}
+    assert data["summary"]["eval_loss"]["count"] == 6
+    assert math.isnan(data["summary"]["odd"]["last"]) and data["summary"]["big"]["last"] == math.inf
+    assert [(e["kind"], e["step"], e["path"]) for e in data["events"]] == [("checkpoint", 100, "/ckpt/100")]
+    assert data["meta"]["processes"][0]["host"] == socket.gethostname()
+    failed = json.loads(ok("show", b, "--dir", root, "--json"))
+    assert failed["state"] == "failed" and "RuntimeError: diverged" in failed["error"]
 
 
-def test_unknown_and_ambiguous_runs_are_one_line_errors(store):
+def test_plot_picks_the_main_metrics(store):
     root, a, b = store
-    for args in (["show", "nope"], ["diff", a, "nope"], ["export", "nope"]):
-        result = CliRunner().invoke(cli, [*args, "--dir", str(root)])
-        assert result.exit_code != 0
-        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
-        assert "no run 'nope'" in result.output
-    result = CliRunner().invoke(cli, ["show", "", "--dir", str(root)])  # matches every run
-    assert result.exit_code != 0 and "matches 2 runs" in result.output
+    chart = render.plot(open_run(a, dir=root))
+    assert "loss" in chart and "eval_loss" in chart and "learning_rate (right axis)" in chart
+    lines = Text.from_ansi(chart).plain.splitlines()
+    assert "step" in lines[-1] and max(len(line.rstrip()) for line in lines) <= 80
+    assert render.plot_keys(open_run(b, dir=root)) == (["loss"], [])
 
 
+def test_plot_falls_back_to_the_first_two_numeric_keys(root):
+    t = Tracker(name="rl", dir=root, system=False).start()
+    for step in range(1, 50):
+        t.log({"phase": "rollout", "reward": step * 0.1, "kl": 0.01 * step, "entropy": 1.0}, step=step)
+    t.finish()
+    run = open_run("rl", dir=root)
+    assert render.plot_keys(run) == (["reward"], ["kl"])
+    chart = render.plot(run)
+    assert "reward" in chart and "kl (right axis)" in chart
+
+
+def test_plot_of_a_run_without_numbers_is_empty(root):
+    t = Tracker(name="text", dir=root, system=False).start()
+    t.log({"phase": "warmup"}, step=1)
+    t.finish()
+    assert render.plot(open_run("text", dir=root)) == ""
+    assert "warmup" in ok("show", "text", "--dir", root)
+
+
+# -- naming runs and errors ------------------------------------------------------------------------
+@pytest.mark.parametrize("command", [["show", "nope"], ["diff", "alpha", "nope"], ["export", "nope"]])
+def test_unknown_run_is_a_one_line_error(store, command):
+    root, _, _ = store
+    result = CliRunner().invoke(cli, [*command, "--dir", str(root)])
+    assert assert_one_line_error(result) == f"Error: no run 'nope' in {root}"
+
+
+def test_ambiguous_prefix_and_name(root):
+    ids: dict[str, str] = {}
+    while True:  # at most 37 runs: ids are base 36, so two soon share a first character
+        t = Tracker(name="twin" if len(ids) < 2 else None, dir=root, system=False).start()
+        t.finish()
+        if t.id[0] in ids:
+            first, second = ids[t.id[0]], t.id
+            break
+        ids[t.id[0]] = t.id
+    line = assert_one_line_error(CliRunner().invoke(cli, ["show", first[0], "--dir", str(root)]))
+    assert f"'{first[0]}' matches" in line and first in line and second in line
+    line = assert_one_line_error(CliRunner().invoke(cli, ["show", "twin", "--dir", str(root)]))
+    assert "'twin' matches 2 runs" in line
+    longer = unique_prefix(second, first)
+    assert json.loads(ok("show", longer, "--dir", root, "--json"))["id"] == second
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["export", "alpha", "--format", "xml"], "Invalid value for '--format'"),
+        (["ls", "--state", "sleeping"], "Invalid value for '--state'"),
+        (["ls", "--limit", "0"], "Invalid value for '--limit'"),
+        (["show"], "Missing argument 'RUN'"),
+        (["show", ""], "give a run id"),
+        (["diff", "alpha"], "Missing argument 'RUN_B'"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(store, args, message):
+    root, _, _ = store
+    line = assert_one_line_error(CliRunner().invoke(cli, [*args, "--dir", str(root)]), code=2)
+    assert message in line and line.endswith(f"(see 'cli {args[0]} --help')")
+    line = assert_one_line_error(CliRunner().invoke(cli, ["frobnicate"]), code=2)
+    assert line == "Error: No such command 'frobnicate'. (see 'cli --help')"
+
+
+# -- diff ------------------------------------------------------------------------------------------
 def test_diff_shows_only_differing_keys(store):
     root, a, b = store
-    out = invoke("diff", "alpha", "beta", "--dir", root).output
-    assert "lr" in out and "model.hidden" in out and "seed" in out
-    assert "model.layers" not in out
-    same = invoke("diff", "alpha", "alpha", "--dir", root).output
-    assert "same config" in same
+    out = ok("diff", "alpha", "beta", "--dir", root)
+    lines = out.splitlines()
+    assert lines[0].split() == ["key", "┃", "A:", "alpha", f"({a})", "┃", "B:", "beta", f"({b})"]
+    assert [line.split()[0] for line in lines[2:-1]] == ["lr", "model.hidden", "seed", "warmup"]
+    assert line_of(out, "lr").split() == ["lr", "│", "0.001", "│", "0.0003"]
+    assert line_of(out, "model.hidden").split() == ["model.hidden", "│", "64", "│", "128"]
+    assert line_of(out, "seed").split() == ["seed", "│", "1", "│", "(not", "set)"]
+    assert line_of(out, "warmup").split() == ["warmup", "│", "(not", "set)", "│", "10"]
+    assert lines[-1].strip() == "4 keys differ: 1 only in A, 1 only in B, 2 changed"
+    assert ok("diff", "alpha", a, "--dir", root) == f"{a} and {a} have the same config\n"
 
 
-def test_export_jsonl_round_trips(store):
+def test_config_diff_compares_like_a_config():
+    a = {"flag": True, "n": 1, "s": "1", "x": math.nan, "same": [1, 2], "f": 1}
+    b = {"flag": 1, "n": 1, "s": 1, "x": math.nan, "same": [1, 2], "f": 1.0}
+    assert [key for key, *_ in render.config_diff(a, b)] == ["flag", "s"]
+
+
+# -- export ----------------------------------------------------------------------------------------
+def logged_rows() -> list[dict]:
+    """What ``alpha`` logged, in order (without the times)."""
+    rows: list[dict] = []
+    for step in range(1, STEPS + 1):
+        rows.append({"step": step, "loss": loss(step), "learning_rate": lr(step)})
+        if step % 50 == 0:
+            rows.append({"step": step, "eval_loss": eval_loss(step)})
+    rows.append({"step": STEPS, "odd": math.nan, "big": math.inf, "none": None, "note": "done"})
+    return rows
+
+
+def same_values(row: dict, expected: dict) -> bool:
+    """Equal, NaN equal to NaN, ignoring the row's time."""
+    nan = {k for k, v in row.items() if isinstance(v, float) and math.isnan(v)}
+    expected_nan = {k for k, v in expected.items() if isinstance(v, float) and math.isnan(v)}
+    rest = {k: v for k, v in row.items() if k not in nan and k != "time"}
+    return nan == expected_nan and rest == {k: v for k, v in expected.items() if k not in expected_nan}
+
+
+def test_export_jsonl_round_trips_values(store, tmp_path):
     root, a, b = store
-    rows = [json.loads(line) for line in invoke("export", a, "--dir", root).output.splitlines()]
-    assert len(rows) == 200 + 4 + 1
-    assert rows[0] == {"step": 1, "time": rows[0]["time"], "loss": 4.99, "learning_rate": 1e-3}
-    last = rows[-1]
-    assert math.isnan(last["odd"]) and last["none"] is None and last["step"] == 200
+    text = ok("export", a, "--dir", root)
+    rows = [json.loads(line) for line in text.splitlines()]
+    expected = logged_rows()
+    assert len(rows) == len(expected)
+    assert all(same_values(r, e) for r, e in zip(rows, expected))
+    assert all(isinstance(r["time"], float) for r in rows)
+    last = text.splitlines()[-1]
+    assert '"odd": NaN' in last and '"big": Infinity' in last and '"none": null' in last
+    out = tmp_path / "alpha.jsonl"
+    assert ok("export", a, "--dir", root, "--format", "jsonl", "-o", out) == ""
+    assert out.read_text() == text
 
 
-def test_export_csv_and_parquet(store, tmp_path):
+def test_export_csv(store):
     root, a, b = store
-    lines = invoke("export", a, "--dir", root, "--format", "csv").output.splitlines()
-    assert lines[0].split(",")[:4] == ["step", "time", "loss", "learning_rate"]
+    text = ok("export", a, "--dir", root, "--format", "csv")
+    assert text.splitlines()[0] == "step,time,loss,learning_rate,eval_loss,odd,big,none,note"
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == len(logged_rows())
+    assert rows[0]["step"] == "1" and float(rows[0]["loss"]) == loss(1) and rows[0]["eval_loss"] == ""
+    assert (rows[-1]["odd"], rows[-1]["big"], rows[-1]["none"], rows[-1]["note"]) == (
+        "nan",
+        "inf",
+        "",
+        "done",
+    )
+    frame = pd.read_csv(io.StringIO(text))
+    assert frame["loss"].dropna().tolist() == [loss(s) for s in range(1, STEPS + 1)]
+
+
+def test_export_parquet(store, tmp_path, monkeypatch):
+    root, a, b = store
     out = tmp_path / "a.parquet"
-    invoke("export", a, "--dir", root, "--format", "parquet", "-o", out)
+    result = invoke("export", a, "--dir", root, "--format", "parquet", "-o", out)
+    assert result.exit_code == 0 and result.stderr == f"wrote {len(logged_rows())} rows to {out}\n"
     frame = pd.read_parquet(out)
-    assert len(frame) == 205 and frame["loss"].iloc[0] == 4.99
+    columns = ["step", "time", "loss", "learning_rate", "eval_loss", "odd", "big", "none", "note"]
+    assert list(frame.columns) == columns and len(frame) == len(logged_rows())
+    assert frame["loss"].dropna().tolist() == [loss(s) for s in range(1, STEPS + 1)]
+    assert math.isnan(frame["odd"].iloc[-1]) and frame["big"].iloc[-1] == math.inf
+    monkeypatch.chdir(tmp_path)  # without -o: ./<run id>.parquet
+    assert invoke("export", "beta", "--dir", root, "--format", "parquet").exit_code == 0
+    assert pd.read_parquet(tmp_path / f"{b}.parquet")["loss"].tolist() == [1.0]
 
 
-def test_bad_arguments_exit_non_zero(store):
-    root, _, _ = store
-    result = CliRunner().invoke(cli, ["export", "alpha", "--dir", str(root), "--format", "xml"])
-    assert result.exit_code == 2 and "Traceback" not in result.output
+def test_export_parquet_of_a_key_logged_as_number_and_text(root, tmp_path):
+    t = Tracker(name="mixed", dir=root, system=False).start()
+    t.log({"status": 1.5}, step=1)
+    t.log({"status": "nan-guard"}, step=2)
+    t.log({"other": 1}, step=3)
+    t.finish()
+    out = tmp_path / "m.parquet"
+    ok("export", "mixed", "--dir", root, "--format", "parquet", "-o", out)
+    assert pd.read_parquet(out)["status"].tolist()[:2] == ["1.5", "nan-guard"]
 
 
-def test_console_script_in_a_subprocess(store):
+def test_export_parquet_without_pyarrow_says_how_to_install(store, monkeypatch):
     root, a, _ = store
-    exe = shutil.which("tunetrack")
-    cmd = [exe] if exe else [sys.executable, "-m", "tunetrack"]
-    env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin", "TUNETRACK_DIR": str(root)}
-    proc = subprocess.run([*cmd, "ls", "--json"], capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert {r["id"] for r in json.loads(proc.stdout)} >= {a}
-    bad = subprocess.run([*cmd, "show", "zzz"], capture_output=True, text=True, env=env, timeout=60)
-    assert bad.returncode == 1 and bad.stderr.strip() == f"Error: no run 'zzz' in {root}"
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError
+    result = CliRunner().invoke(cli, ["export", a, "--dir", str(root), "--format", "parquet"])
+    line = assert_one_line_error(result)
+    assert line == "Error: parquet export needs pandas and pyarrow: pip install 'tunetrack[parquet]'"
 
 
 def test_export_system_metrics(root):
@@ -167,18 +409,79 @@ def test_export_system_metrics(root):
 
     t = Tracker(dir=root, name="sys", system_sources=[Source()], system_interval=0.1).start()
     t.log({"loss": 1.0})
-    import time
-
     time.sleep(0.35)
     t.finish()
-    rows = [
-        json.loads(line) for line in invoke("export", "sys", "--dir", root, "--system").output.splitlines()
-    ]
+    rows = [json.loads(line) for line in ok("export", "sys", "--dir", root, "--system").splitlines()]
     assert len(rows) >= 3
     assert (
         rows[0]["node"].startswith("node0:")
         and rows[0]["cpu.percent"] == 12.5
         and rows[0]["gpu.0.util"] == 80
     )
-    shown = invoke("show", "sys", "--dir", root).output
+    header = ok("export", "sys", "--dir", root, "--system", "--format", "csv").splitlines()[0]
+    assert header.startswith("node,step,time,") and "gpu.0.util" in header
+    shown = ok("show", "sys", "--dir", root)
     assert "last value of" in shown and "node0:" in shown and "gpu.0.util" in shown
+
+
+# -- the installed console script ------------------------------------------------------------------
+def console_script() -> str:
+    exe = Path(sys.executable).parent / "tunetrack"
+    if not exe.exists():
+        pytest.fail(f"no console script at {exe}: install the package (pip install -e .)")
+    return str(exe)
+
+
+def test_console_script_in_a_subprocess(store):
+    root, a, b = store
+    env = {"PATH": "/usr/bin:/bin", "TUNETRACK_DIR": str(root), "PYTHONPATH": SRC}  # no --dir: the env
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([console_script(), *args], capture_output=True, text=True, env=env, timeout=120)
+
+    listed = run("ls", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [(r["id"], r["state"]) for r in json.loads(listed.stdout)] == [(b, "failed"), (a, "finished")]
+    table = run("ls")
+    assert "alpha" in table.stdout and "failed" in table.stdout and table.stderr == ""
+    bad = run("show", "zzz")
+    assert (bad.returncode, bad.stdout, bad.stderr) == (1, "", f"Error: no run 'zzz' in {root}\n")
+    usage = run("export", a, "--format", "xml")
+    assert usage.returncode == 2 and usage.stdout == ""
+    assert (
+        usage.stderr.startswith("Error: Invalid value for '--format'") and len(usage.stderr.splitlines()) == 1
+    )
+    shown = run("show", unique_prefix(a, b))
+    assert shown.returncode == 0 and "model.hidden" in shown.stdout and "1.75" in shown.stdout
+
+
+def test_export_into_a_closed_pipe_is_quiet(root):
+    t = Tracker(name="long", dir=root, system=False).start()
+    for step in range(20_000):  # more than a pipe's buffer
+        t.log({"loss": 1.0, "learning_rate": 1e-4}, step=step)
+    t.finish()
+    proc = subprocess.Popen(
+        [console_script(), "export", "long", "--dir", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert json.loads(proc.stdout.readline())["step"] == 0
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert err == "" and proc.returncode in (0, 1)
+
+
+def test_help_imports_no_heavy_module():
+    env = {**os.environ, "PYTHONPATH": SRC}
+    code = (
+        "import sys; from tunetrack.cli import cli; "
+        "heavy = {'rich', 'numpy', 'plotext', 'pandas'} & set(sys.modules); assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "tunetrack", "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0 and all(c in out.stdout for c in ("ls", "show", "diff", "export"))

@@ -304,4 +304,5 @@ def test_resume_with_rewind_across_processes(root, tmp_path):
     assert run.state == "finished"
     assert [(e["kind"], e["step"]) for e in run.events()] == [("checkpoint", 50), ("rewind", 50)]
     assert len(run.meta["processes"]) == 2
+    assert run.latest() == {"step": 120, "values": {"loss": 80.0}}  # from the data: two attempts
     assert layout.read_json(root / run_id / "run.json")["name"] == "resumable"

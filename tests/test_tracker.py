@@ -32,6 +32,7 @@ def test_log_and_read_back(root):
     summary = run.summary()
     assert summary["loss"] == {"last": 0.01, "min": 0.01, "max": 1.0, "step": 100, "count": 100}
     assert run.last_step == 100
+    assert run.latest() == {"step": 100, "values": {"loss": 0.01, "lr": 0.001, "epoch": 10}}  # the end record
     assert run.ended is not None and run.ended >= run.created
 
 

@@ -1,18 +1,19 @@
-"""The ``tunetrack`` command: a click group whose commands parse arguments and call the read API.
+"""The ``tunetrack`` command: a click group whose commands parse arguments and call the read API
+(``tunetrack.reader``) and the output helpers (``render``).
 
 Every user error (an unknown run, an ambiguous prefix, a bad flag, a missing optional dependency)
-ends in one line on stderr and a non-zero exit, never a traceback.
+ends in one line on stderr and a non-zero exit (1, or 2 for a usage error), never a traceback.
+Heavy modules (rich, plotext, numpy through the reader) are imported inside the commands, so
+``tunetrack --help`` imports only click.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -22,46 +23,83 @@ DIR_HELP = "Store root (default: $TUNETRACK_DIR, else ./tunetrack_runs)."
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn expected failures into one-line errors."""
+    """Turn expected failures into one-line errors (click prints ``Error: ...`` and exits 1)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except click.ClickException:
-            raise
+        except (click.ClickException, BrokenPipeError):
+            raise  # click exits quietly when a pipe reader (``| head``) went away
         except (TunetrackError, OSError, ValueError, ImportError) as exc:
-            raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+            raise click.ClickException(_one_line(exc)) from None
         except Exception as exc:  # a bug of ours: still one line, with the way to see more
             if os.environ.get("TUNETRACK_DEBUG"):
                 raise
             raise click.ClickException(
-                f"internal error: {exc!r} (set TUNETRACK_DEBUG=1 for the traceback)"
+                f"internal error: {_one_line(exc)} (set TUNETRACK_DEBUG=1 for the traceback)"
             ) from None
 
     return wrapper
 
 
-def _json_default(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else str(value)
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _dump(data: Any) -> str:
-    """JSON with NaN and Infinity written as JavaScript/Python's json accept them (``NaN``)."""
-    return json.dumps(data, allow_nan=True, default=_json_default)
+def _run_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A RUN argument: an empty string would be a prefix of every run id."""
+    if not value.strip():
+        raise click.BadParameter("give a run id, a unique id prefix or a unique name")
+    return value
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _OneLineUsageError(click.UsageError):
+    """A usage error shown as one line (click prints the usage block and a hint before it)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
+        click.echo(f"Error: {self.format_message()}{hint}", file=file, err=True)
+
+
+class _Group(click.Group):
+    """A click group whose bad flags, missing arguments and unknown commands give one line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError:
+            raise  # ``tunetrack`` alone prints the help
+        except click.UsageError as exc:
+            raise _OneLineUsageError(exc.format_message(), exc.ctx) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.NoArgsIsHelpError, _OneLineUsageError):
+            raise
+        except click.UsageError as exc:
+            raise _OneLineUsageError(exc.format_message(), exc.ctx) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tunetrack")
 def cli() -> None:
-    """tunetrack: look at the runs your fine-tuning jobs recorded."""
+    """tunetrack: look at the runs your fine-tuning jobs recorded.
+
+    A RUN is named by its id, a unique prefix of its id, or its unique name.
+    """
 
 
 @cli.command("ls")
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option("--project", default=None, help="Only runs of this project.")
 @click.option(
-    "--state", type=click.Choice(["running", "finished", "failed", "killed", "crashed"]), default=None
+    "--state",
+    type=click.Choice(["running", "finished", "failed", "killed", "crashed"]),
+    default=None,
+    help="Only runs in this state.",
 )
 @click.option("--tag", "tags", multiple=True, help="Only runs with this tag (repeatable: all must match).")
 @click.option(
@@ -77,22 +115,24 @@ def ls_command(
     limit: int | None,
     as_json: bool,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first, with their state, last step and last loss."""
     from ..reader import list_runs
     from ..store.layout import resolve_root
     from . import render
 
     runs = list_runs(root, project=project, state=state, tags=list(tags))[:limit]
+    latest = [r.latest() for r in runs]
     if as_json:
-        click.echo(_dump([render.run_record(r) for r in runs]))
+        click.echo(render.dumps([render.run_record(r, last) for r, last in zip(runs, latest)]))
     elif not runs:
-        click.echo(f"no runs in {resolve_root(root)}")
+        filtered = " matching the filters" if (project or state or tags) else ""
+        click.echo(f"no runs{filtered} in {resolve_root(root)}")
     else:
-        render.console().print(render.runs_table(runs))
+        render.console().print(render.runs_table(runs, latest))
 
 
 @cli.command("show")
-@click.argument("run")
+@click.argument("run", callback=_run_ref)
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option(
     "--json", "as_json", is_flag=True, help="Metadata, config, summary, events and system metrics as JSON."
@@ -104,64 +144,41 @@ def show_command(run: str, root: str | None, as_json: bool) -> None:
     from . import render
 
     r = open_run(run, dir=root)
-    if as_json:
-        click.echo(
-            _dump(
-                {
-                    **render.run_record(r),
-                    "meta": r.meta,
-                    "config": r.config,
-                    "summary": r.summary(),
-                    "events": r.events(),
-                    "system": r.system_summary(),
-                }
-            )
-        )
+    if not as_json:
+        render.show(r)
         return
-    render.show(r)
+    record = {
+        **render.run_record(r),
+        "error": r.error,
+        "meta": r.meta,
+        "config": r.config,
+        "summary": r.summary(),
+        "events": r.events(),
+        "system": r.system_summary(),
+    }
+    click.echo(render.dumps(record))
 
 
 @cli.command("diff")
-@click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_a", callback=_run_ref)
+@click.argument("run_b", callback=_run_ref)
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @_friendly
 def diff_command(run_a: str, run_b: str, root: str | None) -> None:
-    """Config differences between two runs (only the keys that differ)."""
+    """Config differences between two runs: keys only in A, only in B, and changed values."""
     from ..reader import open_run
     from . import render
 
     a, b = open_run(run_a, dir=root), open_run(run_b, dir=root)
-    rows = config_diff(a.flat_config, b.flat_config)
+    rows = render.config_diff(a.flat_config, b.flat_config)
     if not rows:
         click.echo(f"{a.id} and {b.id} have the same config")
         return
     render.console().print(render.diff_table(a, b, rows))
 
 
-def config_diff(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(key, value in a, value in b) for every key that differs; a missing side is ``MISSING``."""
-    out = []
-    for key in sorted(set(a) | set(b)):
-        va, vb = a.get(key, MISSING), b.get(key, MISSING)
-        same = va == vb or (
-            isinstance(va, float) and isinstance(vb, float) and math.isnan(va) and math.isnan(vb)
-        )
-        if not same:
-            out.append((key, va, vb))
-    return out
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "—"
-
-
-MISSING = _Missing()
-
-
 @cli.command("export")
-@click.argument("run")
+@click.argument("run", callback=_run_ref)
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option(
     "--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl", show_default=True
@@ -171,41 +188,39 @@ MISSING = _Missing()
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Output file (default: stdout; parquet: <run id>.parquet).",
+    help="Output file (default: stdout; parquet: ./<run id>.parquet).",
 )
 @click.option(
     "--system", is_flag=True, help="Export the system metrics (one row per node and sample) instead."
 )
 @_friendly
 def export_command(run: str, root: str | None, fmt: str, output: str | None, system: bool) -> None:
-    """Export a run's logged rows (step, time and values). NaN/±Inf are written as NaN/Infinity."""
-    from ..reader import open_run
+    """Export a run's logged rows: step, time and the values, one row per log() call.
 
-    r = open_run(run, dir=root)
-    rows = list(r.system_rows() if system else r.rows())
+    jsonl writes NaN and +-Inf as NaN/Infinity and None as null; csv writes them as nan/inf and an
+    empty cell.
+    """
+    from ..reader import open_run
+    from . import render
+
     if fmt == "parquet":
-        try:
-            import pandas as pd
-        except ImportError:
-            raise click.ClickException(
-                "parquet export needs pandas and pyarrow: pip install 'tunetrack[parquet]'"
-            ) from None
+        render.require_parquet()  # before reading the run: fail fast, with the pip command
+    r = open_run(run, dir=root)
+    if system:
+        rows, fields = r.system_rows(), ["node", "step", "time", *r.system_keys()]
+    else:
+        rows, fields = r.rows(), ["step", "time", *r.keys()]
+    if fmt == "parquet":
         path = output or f"{r.id}{'-system' if system else ''}.parquet"
-        pd.DataFrame.from_records(rows).to_parquet(path)
-        click.echo(f"wrote {len(rows)} rows to {path}", err=True)
+        count = render.write_parquet(rows, fields, path)
+        click.echo(f"wrote {count} rows to {path}", err=True)
         return
     stream = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
     try:
         if fmt == "jsonl":
-            for row in rows:
-                stream.write(_dump(row) + "\n")
+            render.write_jsonl(rows, stream)
         else:
-            import csv
-
-            fields = list(dict.fromkeys(k for row in rows for k in row))
-            writer = csv.DictWriter(stream, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
+            render.write_csv(rows, fields, stream)
     finally:
         if output:
             stream.close()

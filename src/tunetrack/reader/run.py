@@ -278,9 +278,10 @@ class Run:
     def latest(self) -> dict[str, Any]:
         """``{"step", "values"}``: the last step and each key's last value, from the end record of a
         finished primary process (no data read: what run listings use), else from the data."""
-        latest = self._latest_primary()
-        last = (latest.end or {}).get("last") if latest is not None else None
-        if isinstance(last, dict) and "values" in last:
+        primaries = [p for p in self._processes if p.primary]
+        # Only a run of one attempt: after a resume, the latest attempt's record misses the earlier ones.
+        last = (primaries[0].end or {}).get("last") if len(primaries) == 1 else None
+        if isinstance(last, dict) and last.get("step") is not None and "values" in last:
             return last
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
 
@@ -407,6 +408,8 @@ def list_runs(
 def open_run(ref: str, dir: str | os.PathLike[str] | None = None) -> Run:
     """A run by id, unique id prefix, or unique name."""
     root = layout.resolve_root(dir)
+    if not ref:
+        raise RunNotFound("an empty string names no run")
     exact = root / ref
     if ref and "/" not in ref and (data := layout.read_json(exact / layout.RUN_FILE)) is not None:
         return Run(exact, data)

@@ -113,9 +113,9 @@ def test_accelerate_launch_two_processes_gives_one_run(tmp_path, root):
             sys.executable,
             "-m",
             "accelerate.commands.launch",
+            "--multi_gpu",  # torchrun under the hood; `--cpu` alone starts a single process
             "--num_processes",
             "2",
-            "--cpu",
             "--num_machines",
             "1",
             "--mixed_precision",
@@ -136,4 +136,6 @@ def test_accelerate_launch_two_processes_gives_one_run(tmp_path, root):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = list_runs(root, project="accelerate-loop")
     assert run.series("loss").steps.tolist() == list(range(1, 9))  # the main process only, once
+    (primary,) = run.meta["processes"]
+    assert (primary["rank"]["rank"], primary["rank"]["world_size"]) == (0, 2)  # two processes really ran
     assert run.state == "finished"

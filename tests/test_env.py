@@ -1,112 +1,442 @@
-"""Rank detection per launcher, job keys, run metadata, and the console backend's line format."""
+"""Rank detection per launcher, job keys, and run metadata (git, versions) — with real env vars and git."""
 
 from __future__ import annotations
 
-import io
+import json
 import os
 import subprocess
+import sys
 import time
+from dataclasses import asdict
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helpers import run_script
-from tunetrack.backends.console import ConsoleBackend
-from tunetrack.env import RankInfo, git_info, job_id, rank_info, run_metadata
+from tunetrack import env as tenv
+from tunetrack.env import RankInfo, git_info, job_id, rank_info, run_metadata, strip_credentials
+
+LAUNCH_VARS = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "CROSS_RANK",
+    "CROSS_SIZE",
+    "LOCAL_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LSB_JOBID",
+    "PBS_JOBID",
+    "CUDA_VISIBLE_DEVICES",
+]
+LAUNCH_PREFIXES = ("ACCELERATE_", "OMPI_", "PMIX_", "SLURM_")
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    """Each test starts as a plain single process, whatever launched pytest."""
+    for name in list(os.environ):
+        if name in LAUNCH_VARS or name.startswith(LAUNCH_PREFIXES):
+            monkeypatch.delenv(name)
+
+
+def setenv(monkeypatch, **values: object) -> None:
+    for name, value in values.items():
+        monkeypatch.setenv(name, str(value))
+
+
+# -- rank_info ------------------------------------------------------------------------------------
+TORCHRUN_NODE1 = dict(
+    RANK=3,
+    LOCAL_RANK=1,
+    WORLD_SIZE=4,
+    LOCAL_WORLD_SIZE=2,
+    GROUP_RANK=1,
+    TORCHELASTIC_RUN_ID="job7",
+    MASTER_ADDR="node0",
+    MASTER_PORT=29500,
+    TORCHELASTIC_RESTART_COUNT=0,
+)
+SLURM_STEP = dict(
+    SLURM_JOB_ID=77,
+    SLURM_STEP_ID=0,
+    SLURM_PROCID=5,
+    SLURM_LOCALID=1,
+    SLURM_NODEID=1,
+    SLURM_NTASKS=8,
+    SLURM_TASKS_PER_NODE="4(x2)",
+)
 
 
 @pytest.mark.parametrize(
-    "env, expected",
+    "values, expected",
     [
-        ({}, RankInfo()),
-        (
-            {
-                "RANK": "3",
-                "LOCAL_RANK": "1",
-                "WORLD_SIZE": "4",
-                "LOCAL_WORLD_SIZE": "2",
-                "GROUP_RANK": "1",
-                "TORCHELASTIC_RUN_ID": "abc",
-            },
-            RankInfo(3, 1, 4, 1, 2, "torchrun"),
+        pytest.param({}, RankInfo(), id="single-process"),
+        pytest.param(TORCHRUN_NODE1, RankInfo(3, 1, 4, 1, 2, "torchrun"), id="torchrun-2-nodes"),
+        pytest.param(
+            dict(
+                RANK=1,
+                LOCAL_RANK=1,
+                WORLD_SIZE=2,
+                LOCAL_WORLD_SIZE=2,
+                GROUP_RANK=0,
+                TORCHELASTIC_RUN_ID="none",
+            ),
+            RankInfo(1, 1, 2, 0, 2, "torchrun"),
+            id="torchrun-static",
         ),
-        (
-            {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "ACCELERATE_MIXED_PRECISION": "no"},
-            RankInfo(1, 1, 2, 0, 2, "accelerate"),
+        pytest.param(
+            {**TORCHRUN_NODE1, "ACCELERATE_MIXED_PRECISION": "bf16", "ACCELERATE_DYNAMO_BACKEND": "NO"},
+            RankInfo(3, 1, 4, 1, 2, "accelerate"),
+            id="accelerate-launch",
         ),
-        (
-            {
-                "OMPI_COMM_WORLD_RANK": "5",
-                "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-                "OMPI_COMM_WORLD_SIZE": "8",
-                "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-            },
+        pytest.param(
+            dict(
+                RANK=5,
+                LOCAL_RANK=1,
+                WORLD_SIZE=8,
+                CROSS_RANK=1,
+                CROSS_SIZE=2,
+                LOCAL_SIZE=4,
+                MASTER_ADDR="n0",
+                MASTER_PORT=29500,
+            ),
+            RankInfo(5, 1, 8, 1, 4, "deepspeed"),
+            id="deepspeed-launcher",
+        ),
+        pytest.param(
+            dict(
+                OMPI_COMM_WORLD_RANK=5,
+                OMPI_COMM_WORLD_LOCAL_RANK=1,
+                OMPI_COMM_WORLD_SIZE=8,
+                OMPI_COMM_WORLD_LOCAL_SIZE=4,
+            ),
             RankInfo(5, 1, 8, 1, 4, "mpi"),
+            id="openmpi",
         ),
-        (
-            {"SLURM_PROCID": "2", "SLURM_LOCALID": "0", "SLURM_NTASKS": "4", "SLURM_NODEID": "1"},
-            RankInfo(2, 0, 4, 1, 4, "slurm"),
+        pytest.param(SLURM_STEP, RankInfo(5, 1, 8, 1, 4, "slurm"), id="srun"),
+        pytest.param(
+            {
+                **SLURM_STEP,
+                "SLURM_NTASKS": 16,
+                "SLURM_STEP_NUM_TASKS": 8,
+                "SLURM_STEP_TASKS_PER_NODE": "3,5",
+                "SLURM_PROCID": 4,
+            },
+            RankInfo(4, 1, 8, 1, 5, "slurm"),
+            id="srun-step-smaller-than-allocation",
         ),
-        ({"RANK": "garbage", "WORLD_SIZE": "x"}, RankInfo(launcher="env")),
-        ({"RANK": "5", "WORLD_SIZE": "2"}, RankInfo(launcher="env")),
+        pytest.param(
+            dict(SLURM_JOB_ID=77, SLURM_PROCID=0, SLURM_LOCALID=0, SLURM_NTASKS=8, SLURM_NODEID=0),
+            RankInfo(),
+            id="sbatch-script-without-srun",
+        ),
+        pytest.param(
+            {**SLURM_STEP, **TORCHRUN_NODE1}, RankInfo(3, 1, 4, 1, 2, "torchrun"), id="torchrun-under-srun"
+        ),
+        pytest.param(
+            dict(RANK=2, WORLD_SIZE=4), RankInfo(2, 0, 4, 2, 1, "env"), id="no-local-rank:one-per-node"
+        ),
+        pytest.param(
+            dict(RANK=2, LOCAL_RANK=2, WORLD_SIZE=4),
+            RankInfo(2, 2, 4, 0, 4, "env"),
+            id="no-local-size:one-node",
+        ),
+        pytest.param(
+            dict(RANK=" 1 ", LOCAL_RANK="1\n", WORLD_SIZE="2"),
+            RankInfo(1, 1, 2, 0, 2, "env"),
+            id="whitespace",
+        ),
     ],
 )
-def test_rank_info(env, expected):
-    assert rank_info(env) == expected
+def test_rank_info_per_launcher(monkeypatch, values, expected):
+    setenv(monkeypatch, **values)
+    assert rank_info() == expected
+    assert rank_info(dict(os.environ)) == expected  # an explicit mapping reads the same
 
 
-def test_job_id():
-    assert job_id({}) is None
-    assert job_id({"TORCHELASTIC_RUN_ID": "none", "MASTER_ADDR": "h", "MASTER_PORT": "1"}) == "master:h:1"
-    assert job_id({"TORCHELASTIC_RUN_ID": "r1"}).startswith("torchelastic:r1")
-    assert job_id({"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"}) == "slurm:77:0"
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        (dict(RANK="garbage", WORLD_SIZE="x"), RankInfo(launcher="env")),
+        (dict(RANK="1.0", WORLD_SIZE="2"), RankInfo(launcher="env")),
+        (dict(RANK="-1", WORLD_SIZE="2"), RankInfo(launcher="env")),
+        (dict(RANK="", WORLD_SIZE=""), RankInfo(launcher="env")),
+        (dict(RANK="5", WORLD_SIZE="2"), RankInfo(launcher="env")),  # rank outside the world
+        (dict(RANK="1", WORLD_SIZE="0"), RankInfo(launcher="env")),
+        (dict(RANK="1"), RankInfo(launcher="env")),
+        (dict(RANK="١", WORLD_SIZE="2"), RankInfo(launcher="env")),  # a non-ASCII digit is garbage too
+        (dict(OMPI_COMM_WORLD_RANK="x", OMPI_COMM_WORLD_SIZE="8"), RankInfo(launcher="mpi")),
+        (dict(SLURM_STEP_ID="0", SLURM_PROCID="?", SLURM_NTASKS="4"), RankInfo(launcher="slurm")),
+        # usable rank and world, garbage elsewhere: the rest is derived
+        (
+            dict(RANK="1", WORLD_SIZE="2", LOCAL_RANK="x", LOCAL_WORLD_SIZE="many", GROUP_RANK="?"),
+            RankInfo(1, 0, 2, 1, 1, "env"),
+        ),
+        (
+            dict(RANK="1", LOCAL_RANK="1", WORLD_SIZE="2", LOCAL_WORLD_SIZE="8"),
+            RankInfo(1, 1, 2, 0, 2, "env"),
+        ),
+        (
+            dict(RANK="3", LOCAL_RANK="7", WORLD_SIZE="4", LOCAL_WORLD_SIZE="2"),
+            RankInfo(3, 1, 4, 1, 2, "env"),
+        ),
+        (
+            dict(SLURM_STEP_ID="0", SLURM_PROCID="1", SLURM_NTASKS="2", SLURM_TASKS_PER_NODE="2(x"),
+            RankInfo(1, 0, 2, 1, 1, "slurm"),
+        ),
+    ],
+)
+def test_garbage_gives_defaults_without_raising(monkeypatch, values, expected):
+    setenv(monkeypatch, **values)
+    assert rank_info() == expected
 
 
-def test_run_metadata_in_a_git_repo(tmp_path, monkeypatch):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a"]
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "f.txt").write_text("1")
-    subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
-    subprocess.run([*git, "-C", str(repo), "commit", "-qm", "c"], check=True)
-    subprocess.run(
-        ["git", "-C", str(repo), "remote", "add", "origin", "https://user:pw@example.com/x.git"], check=True
+NAMES = [
+    *LAUNCH_VARS,
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_STEP_ID",
+    "SLURM_NTASKS",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_NODEID",
+    "SLURM_LOCALID",
+]
+NUMBERISH = st.one_of(
+    st.integers(-3, 20).map(str), st.text(max_size=6), st.sampled_from(["4(x2)", "2,3", "", "none"])
+)
+
+
+@given(st.dictionaries(st.sampled_from(NAMES), NUMBERISH))
+def test_any_environment_gives_a_consistent_rank(values):
+    info = rank_info(values)
+    assert 0 <= info.rank < info.world_size
+    assert 0 <= info.local_rank < info.local_world_size <= info.world_size
+    assert info.node_rank >= 0
+    job_id(values)  # never raises either
+
+
+# -- job_id ----------------------------------------------------------------------------------------
+def torchrun_env(rank: int, run_id: str = "job7", port: int = 29500) -> dict[str, object]:
+    return dict(
+        RANK=rank,
+        LOCAL_RANK=rank % 2,
+        WORLD_SIZE=4,
+        LOCAL_WORLD_SIZE=2,
+        GROUP_RANK=rank // 2,
+        TORCHELASTIC_RUN_ID=run_id,
+        MASTER_ADDR="node0",
+        MASTER_PORT=port,
     )
-    monkeypatch.chdir(repo)
-    info = git_info()
-    assert len(info["commit"]) == 40 and info["dirty"] is False
-    assert info["remote"] == "https://example.com/x.git"
-    (repo / "f.txt").write_text("2")
+
+
+def job_ids(monkeypatch, envs: list[dict[str, object]]) -> set[str | None]:
+    out = set()
+    for values in envs:
+        with monkeypatch.context() as m:
+            setenv(m, **values)
+            out.add(job_id())
+    return out
+
+
+def test_job_id_is_shared_by_one_launch_and_differs_between_launches(monkeypatch):
+    assert job_ids(monkeypatch, [torchrun_env(r) for r in range(4)]) == {"torchelastic:job7:node0:29500"}
+    assert len(job_ids(monkeypatch, [torchrun_env(0, "job7"), torchrun_env(0, "job8")])) == 2
+    static = [{**torchrun_env(r), "TORCHELASTIC_RUN_ID": "none"} for r in range(4)]
+    assert job_ids(monkeypatch, static) == {"master:node0:29500"}
+    srun = [
+        {**SLURM_STEP, "SLURM_PROCID": r, "SLURM_LOCALID": r % 4, "SLURM_NODEID": r // 4} for r in range(8)
+    ]
+    assert job_ids(monkeypatch, srun) == {"slurm:77:0"}
+    assert job_ids(monkeypatch, [{**SLURM_STEP, "SLURM_STEP_ID": 1}]) == {"slurm:77:1"}
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [
+        ({}, None),
+        (dict(MASTER_ADDR="h", MASTER_PORT=1), None),  # exported by a shell profile: not a launch
+        (dict(SLURM_JOB_ID=77, SLURM_PROCID=0, SLURM_NTASKS=8), None),  # an sbatch script itself
+        (dict(RANK="x", WORLD_SIZE=2, MASTER_ADDR="h", MASTER_PORT=1), None),
+        (dict(RANK=1, WORLD_SIZE=2, MASTER_ADDR="h", MASTER_PORT=1), "master:h:1"),
+        (
+            dict(RANK=1, WORLD_SIZE=2, MASTER_ADDR="h", MASTER_PORT=1, PMIX_NAMESPACE="prterun-h-42@1"),
+            "master:h:1:PMIX_NAMESPACE=prterun-h-42@1",
+        ),
+        (dict(RANK=1, WORLD_SIZE=2, MASTER_ADDR="h", MASTER_PORT=1, LSB_JOBID=9), "master:h:1:LSB_JOBID=9"),
+        (
+            dict(OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2, OMPI_MCA_ess_base_jobid=123),
+            "launch:OMPI_MCA_ess_base_jobid=123",
+        ),
+        (dict(RANK=1, WORLD_SIZE=2), None),  # nothing to share
+    ],
+)
+def test_job_id_cases(monkeypatch, values, expected):
+    setenv(monkeypatch, **values)
+    assert job_id() == expected
+
+
+# -- git ---------------------------------------------------------------------------------------------
+def git(repo, *args: str) -> str:
+    return subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "-c",
+            "commit.gpgsign=false",
+            "-C",
+            str(repo),
+            *args,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A committed repository with a credentialed origin; the user's git config is kept out."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "train.py").write_text("print(1)\n")
+    git(path, "add", ".")
+    git(path, "commit", "-qm", "first")
+    git(path, "remote", "add", "backup", "https://backup.example.com/x.git")
+    git(path, "remote", "add", "origin", "https://user:ghp_s3cret@github.com/org/x.git")
+    monkeypatch.chdir(path)
+    return path
+
+
+def test_git_clean_then_dirty_with_credentials_stripped(repo):
+    head = git(repo, "rev-parse", "HEAD")
+    assert git_info() == {
+        "commit": head,
+        "branch": "main",
+        "dirty": False,
+        "remote": "https://github.com/org/x.git",
+    }
+    (repo / "notes.txt").write_text("untracked files do not make the tree dirty")
+    assert git_info()["dirty"] is False
+    (repo / "train.py").write_text("print(2)\n")
     assert git_info()["dirty"] is True
     meta = run_metadata()
-    assert meta["pid"] == os.getpid() and meta["git"]["dirty"] is True and "torch" in meta["versions"]
+    assert meta["git"] == {**git_info(), "dirty": True}
+    assert "ghp_s3cret" not in json.dumps(meta)
 
 
-def test_run_metadata_without_git_and_without_importing_frameworks(tmp_path):
+def test_git_detached_head_other_remote_and_subdirectory(repo):
+    git(repo, "remote", "remove", "origin")
+    git(repo, "checkout", "-q", "--detach")
+    (repo / "sub").mkdir()
+    info = git_info(str(repo / "sub"))
+    assert info["branch"] is None and len(info["commit"]) == 40
+    assert info["remote"] == "https://backup.example.com/x.git"  # no origin: the first remote
+
+
+def test_git_in_a_repository_without_commits(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    git(tmp_path, "init", "-q", "-b", "main")
+    assert git_info(str(tmp_path)) == {"commit": None, "branch": "main", "dirty": False, "remote": None}
+
+
+def test_no_repository_no_git_and_a_hung_git(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_info(str(outside)) is None
+    monkeypatch.setenv("PATH", str(outside))  # no git on PATH
+    assert git_info(str(outside)) is None
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\nsleep 30\n")  # the sleep child keeps stdout open
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))
+    monkeypatch.setattr(tenv, "GIT_TIMEOUT", 0.5)
+    start = time.monotonic()
+    assert git_info(str(outside)) is None
+    assert time.monotonic() - start < 3
+
+
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://user:ghp_tok@github.com/org/x.git", "https://github.com/org/x.git"),
+        ("https://oauth2:glpat-x@gitlab.example.com:8443/g/x", "https://gitlab.example.com:8443/g/x"),
+        ("https://u:p@ss@host/x", "https://host/x"),  # an unencoded @ in the password
+        ("https://tok@host", "https://host"),
+        ("ssh://git@host:22/x.git", "ssh://host:22/x.git"),
+        ("git@github.com:org/x.git", "git@github.com:org/x.git"),  # scp-like: a user name, no secret
+        ("https://github.com/org/x.git", "https://github.com/org/x.git"),
+        ("/srv/git/x.git", "/srv/git/x.git"),
+    ],
+)
+def test_strip_credentials(url, expected):
+    assert strip_credentials(url) == expected
+
+
+# -- run_metadata ------------------------------------------------------------------------------------
+def test_run_metadata_fields(repo, monkeypatch):
+    setenv(monkeypatch, **torchrun_env(1), CUDA_VISIBLE_DEVICES="0,1")
+    meta = run_metadata()
+    assert meta["host"] and meta["pid"] == os.getpid() and meta["cwd"] == str(repo)
+    assert meta["argv"] == sys.argv and meta["argv"] is not sys.argv
+    assert meta["python"].count(".") == 2 and meta["platform"].startswith(os.uname().sysname)
+    assert meta["git"]["branch"] == "main"
+    assert {"torch", "transformers", "numpy", "tunetrack"} <= set(meta["versions"])
+    assert "llamafactory" not in meta["versions"]  # not installed: omitted
+    assert meta["rank"] == asdict(RankInfo(1, 1, 4, 0, 2, "torchrun"))
+    assert meta["cuda_visible_devices"] == "0,1"
+    json.dumps(meta)  # stored as JSON as is
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert "cuda_visible_devices" not in run_metadata()
+
+
+def test_run_metadata_never_raises(tmp_path, monkeypatch):
+    import getpass
+
+    def no_user():
+        raise KeyError("getpwuid(): uid not found: 1234")
+
+    monkeypatch.setattr(getpass, "getuser", no_user)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # the working directory was deleted under the process
+    meta = run_metadata()
+    assert meta["user"] is None and meta["cwd"] is None and meta["git"] is None
+    assert meta["pid"] == os.getpid() and meta["versions"]
+
+
+def test_run_metadata_imports_no_framework_and_is_fast(tmp_path):
     out = run_script(
         """
-        import sys, json
+        import json, sys, time
         from tunetrack.env import run_metadata
-        meta = run_metadata()
-        print(json.dumps([meta["git"], "torch" in sys.modules, "transformers" in sys.modules]))
-    """,
-        env={"PATH": str(tmp_path)},
-    )  # no git on PATH
-    assert out.stdout.strip() == "[null, false, false]"
-
-
-def test_console_line(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    stream = io.StringIO()
-    console = ConsoleBackend(stream=stream)
-    console.log_system([(1, 0.0, {"gpu.0.memory.used_bytes": 8.2e9, "cpu.percent": 5.0})])
-    when = 1767348000.0  # 2026-01-02 10:00:00 UTC
-    console.log([(100, when, {"lr": 2e-4, "loss": 2.15, "note": "warmup done", "x": None})])
-    assert stream.getvalue() == (
-        "[2026-01-02 10:00:00] step 100 | loss 2.150 | lr 2.0e-04 | note 'warmup done' | x None | gpu mem 8.2 GB\n"
+        run_metadata()
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            meta = run_metadata()
+            times.append(time.perf_counter() - start)
+        heavy = [m for m in ("torch", "transformers", "accelerate", "numpy", "deepspeed") if m in sys.modules]
+        print(json.dumps([meta["git"], heavy, "torch" in meta["versions"], sorted(times)[1]]))
+        """,
+        env={"PATH": str(tmp_path)},  # no git on PATH
     )
-    every = ConsoleBackend(stream=io.StringIO(), keys=["loss"], every=2)
-    every.log([(i, when, {"loss": float(i), "lr": 1.0}) for i in range(1, 5)])
-    assert every.stream.getvalue().count("\n") == 2 and "lr" not in every.stream.getvalue()
-    time.tzset()
+    git_meta, heavy, has_torch, median = json.loads(out.stdout)
+    assert git_meta is None and heavy == [] and has_torch
+    assert median < 1.0  # ~10-50 ms on an idle machine; generous for loaded CI

@@ -1,9 +1,13 @@
-"""Config capture: any configuration object becomes JSON-safe nested data, and never raises.
+"""Config capture: any configuration object becomes JSON-safe nested data, and capture never raises.
 
 Training scripts hand trackers everything from plain dicts to ``TrainingArguments``, PEFT configs
-(which hold sets), OmegaConf trees with interpolations, dataclasses and pydantic models. Capture
-walks them defensively (cycles cut, depth and size capped, ``repr`` as the last resort) and redacts
-values under keys that look like secrets, so a run folder can be shared.
+(which hold sets), OmegaConf trees with interpolations, dataclasses and pydantic models. Capture runs
+inside the user's training, so it walks them defensively: cycles are cut, depth and sizes are capped,
+``repr`` is the last resort, and a value that cannot be converted only replaces itself with a marker.
+Values under keys that look like secrets are redacted, so a run folder can be shared.
+
+No ML framework is imported here: torch and NumPy values are recognised by their type's module, and
+omegaconf is imported only when an omegaconf object is captured.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import contextlib
 import dataclasses
 import enum
 import re
+import types
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -21,148 +26,154 @@ MAX_DEPTH = 20
 MAX_STR = 10_000
 MAX_ITEMS = 1_000
 
-_SECRET = re.compile(r"token|passw(or)?d|secret|api_?key|access_?key|private_?key|credential|auth", re.I)
-# Keys that contain a secret word but name something public (tokenizers, token counts, ids).
-_NOT_SECRET = re.compile(
-    r"tokeniz|token_id|tokens?_(per|count|seen|len|num)|(max|num|min|total|n)_?(new_)?tokens?$"
-    r"|^tokens?$|author|_tokens$|token_type|special_tokens|tokens_seen",
-    re.I,
+# Matched against the key's lowercased words joined without separators ("wandb_api_key" -> "wandbapikey").
+# "auth" matches "use_auth_token" and "Authorization" but not "author", "authored" or "authority".
+_SECRET = re.compile(r"passw(or)?d|secret|apikey|accesskey|privatekey|credential|auth(?!or(?!i[sz]))")
+# A last word ending in "token" names a secret ("hub_token", "HF_TOKEN", "hfToken", "token") unless the word
+# before it names a special token of a tokenizer or a count ("pad_token", "eos_token", "n_token").
+_PUBLIC_TOKEN = re.compile(
+    r"bos|eos|pad|unk|sep|cls|mask|eot|boi|eoi|image|video|audio|start|end|n|num|max|min"
 )
 
 
 def is_secret_key(key: str) -> bool:
-    """True for keys such as ``hub_token``, ``HF_TOKEN``, ``db_password``, ``wandb_api_key``."""
-    return bool(_SECRET.search(key)) and not _NOT_SECRET.search(key)
+    """Whether values under ``key`` must be redacted.
+
+    LLM configs are full of keys that contain "token" and are not secrets (``max_tokens``,
+    ``tokenizer_name``, ``pad_token_id``, ``eos_token``, ``tokens_per_second``), so "token" only counts
+    as the key's last word; plural counts, ids and tokenizer names never match.
+    """
+    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
+    if _SECRET.search("".join(words)):
+        return True
+    return (
+        bool(words)
+        and words[-1].endswith("token")
+        and (len(words) == 1 or not _PUBLIC_TOKEN.fullmatch(words[-2]))
+    )
 
 
 def capture(obj: Any) -> dict[str, Any]:
-    """A JSON-safe nested dict of ``obj`` (a non-mapping becomes ``{"value": ...}``)."""
-    try:
-        value = _walk(obj, 0, set())
-    except Exception as exc:  # capture must never take training down
-        value = f"<uncapturable {type(obj).__name__}: {exc!r}>"
+    """A nested dict of only dict/list/str/int/float/bool/None (floats may be NaN/Inf).
+
+    A value that is not a mapping (and does not convert to one) is returned as ``{"value": ...}``
+    so the run's config is always a dict that ``merge`` and ``flatten`` accept.
+    """
+    value = _walk(obj, 0, frozenset())
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _walk(obj: Any, depth: int, seen: set[int]) -> Any:
-    if obj is None or isinstance(obj, (bool, int, float)):
-        return obj if not isinstance(obj, enum.Enum) else _walk(obj.value, depth, seen)
-    if isinstance(obj, str):
-        return obj if len(obj) <= MAX_STR else obj[:MAX_STR] + f"...<{len(obj) - MAX_STR} more chars>"
+def _walk(obj: Any, depth: int, seen: frozenset[int]) -> Any:
+    """Converts one value; any failure replaces only this value, never the whole capture."""
+    try:
+        return _convert(obj, depth, seen)
+    except Exception:
+        return f"<unrepresentable {type(obj).__name__}>"
+
+
+def _convert(obj: Any, depth: int, seen: frozenset[int]) -> Any:
+    if obj is None or type(obj) in (bool, int, float):
+        return obj
     if isinstance(obj, enum.Enum):
-        return _walk(obj.value, depth, seen)
+        return _walk(obj.value, depth + 1, seen)
+    if isinstance(obj, str):  # subclasses (numpy.str_) become plain str
+        return _text(str.__str__(obj))
+    if isinstance(obj, int):
+        return int.__int__(obj)
+    if isinstance(obj, float):  # numpy.float64 is a float subclass
+        return float.__float__(obj)
     if isinstance(obj, PurePath):
         return str(obj)
     if isinstance(obj, (bytes, bytearray)):
-        try:
-            return _walk(bytes(obj).decode(), depth, seen)
-        except UnicodeDecodeError:
-            return _walk(repr(bytes(obj[:MAX_STR])), depth, seen)
+        return _text(bytes(obj).decode(errors="backslashreplace"))
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    if callable(obj) and hasattr(obj, "__qualname__"):  # functions, methods, classes
+        return f"{getattr(obj, '__module__', None) or '?'}.{obj.__qualname__}"
     if depth >= MAX_DEPTH:
-        return f"<depth limit: {type(obj).__name__}>"
+        return f"<max depth: {type(obj).__name__}>"
     if id(obj) in seen:
         return "<cycle>"
     seen = seen | {id(obj)}
-    module = type(obj).__module__.split(".")[0]
-    if module == "torch" and type(obj).__name__ in ("dtype", "device"):
+    package = (type(obj).__module__ or "").split(".")[0]
+    if package == "torch" and type(obj).__name__ in ("dtype", "device"):
         return str(obj)
-    if module == "numpy":
-        if hasattr(obj, "ndim") and getattr(obj, "size", 2) > MAX_ITEMS:
-            return f"<array shape={obj.shape} dtype={obj.dtype}>"
-        if hasattr(obj, "tolist"):
-            return _walk(obj.tolist(), depth, seen)
-    if module == "omegaconf":
-        return _walk(_omegaconf(obj), depth, seen)
+    if package == "numpy":
+        if getattr(obj, "size", 0) > MAX_ITEMS:
+            return f"<{type(obj).__name__} shape={obj.shape} dtype={obj.dtype}>"
+        return _walk(obj.tolist(), depth + 1, seen) if hasattr(obj, "tolist") else str(obj)
+    if package == "omegaconf":
+        return _walk(_omegaconf(obj), depth + 1, seen)
     if isinstance(obj, Mapping):
-        return _mapping(obj.items(), depth, seen)
+        return _mapping(list(obj.items()), depth, seen)
     if isinstance(obj, (list, tuple, set, frozenset)):
         items = list(obj)
         if isinstance(obj, (set, frozenset)):
-            with contextlib.suppress(TypeError):
+            with contextlib.suppress(Exception):  # sorted so that equal configs capture equally
                 items = sorted(items)
         out = [_walk(v, depth + 1, seen) for v in items[:MAX_ITEMS]]
         if len(items) > MAX_ITEMS:
             out.append(f"<{len(items) - MAX_ITEMS} more items>")
         return out
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if hasattr(obj, "to_dict"):  # TrainingArguments masks its tokens in to_dict()
-            return _walk(_call(obj.to_dict), depth, seen)
-        return _mapping(((f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj)), depth, seen)
-    for method in ("model_dump", "to_dict", "to_container"):  # pydantic v2, HF/PEFT configs
-        fn = getattr(obj, method, None)
-        if callable(fn) and not isinstance(obj, type):
-            result = _call(fn)
-            if not isinstance(result, _Failed):
-                return _walk(result, depth, seen)
-    if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
-        return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', repr(obj))}"
-    if hasattr(obj, "dict") and callable(obj.dict) and module == "pydantic":  # pydantic v1
-        return _walk(_call(obj.dict), depth, seen)
-    attrs = getattr(obj, "__dict__", None)
-    if isinstance(attrs, dict) and attrs:  # argparse.Namespace and plain objects
-        return _mapping(((k, v) for k, v in attrs.items() if not k.startswith("_")), depth, seen)
-    return _repr(obj)
+    # pydantic v2; Hugging Face TrainingArguments/PretrainedConfig and PEFT configs (to_dict masks hub tokens).
+    for name in ("model_dump", "to_dict"):
+        method = getattr(obj, name, None)
+        if callable(method):
+            with contextlib.suppress(Exception):  # a failing converter falls back to the next way
+                return _walk(method(), depth + 1, seen)
+    if dataclasses.is_dataclass(obj):
+        return _mapping([(f.name, getattr(obj, f.name, None)) for f in dataclasses.fields(obj)], depth, seen)
+    attrs = getattr(obj, "__dict__", None)  # argparse.Namespace, plain objects, pydantic v1 models
+    public = (
+        [(k, v) for k, v in attrs.items() if not str(k).startswith("_")] if isinstance(attrs, dict) else []
+    )
+    return _mapping(public, depth, seen) if public else _text(repr(obj))
 
 
-class _Failed:
-    pass
-
-
-def _call(fn: Any) -> Any:
-    try:
-        return fn()
-    except Exception:
-        return _Failed()
-
-
-def _mapping(items: Any, depth: int, seen: set[int]) -> dict[str, Any]:
+def _mapping(pairs: list[tuple[Any, Any]], depth: int, seen: frozenset[int]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for i, (key, value) in enumerate(items):
-        if i >= MAX_ITEMS:
-            out["<truncated>"] = "more keys were not captured"
-            break
-        name = key if isinstance(key, str) else str(_walk(key, depth + 1, seen))
-        if is_secret_key(name) and value not in (None, "", False, True):
-            out[name] = REDACTED
-        else:
-            out[name] = _walk(value, depth + 1, seen)
+    for key, value in pairs[:MAX_ITEMS]:
+        name = str(_walk(key, depth + 1, seen))
+        out[name] = REDACTED if is_secret_key(name) and not _blank(value) else _walk(value, depth + 1, seen)
+    if len(pairs) > MAX_ITEMS:
+        out["<truncated>"] = f"<{len(pairs) - MAX_ITEMS} more keys>"
     return out
 
 
-def _repr(obj: Any) -> str:
-    try:
-        text = repr(obj)
-    except Exception:
-        return f"<unrepresentable {type(obj).__name__}>"
-    return text if len(text) <= MAX_STR else text[:MAX_STR] + "...>"
+def _blank(value: Any) -> bool:
+    """None, a bool or an empty value reveals no secret (``use_auth_token=True``, ``hub_token=None``)."""
+    if value is None or isinstance(value, bool):
+        return True
+    return isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)) and not value
+
+
+def _text(text: str) -> str:
+    return text if len(text) <= MAX_STR else f"{text[:MAX_STR]}...<{len(text) - MAX_STR} more chars>"
 
 
 def _omegaconf(cfg: Any) -> Any:
-    """Resolve interpolations; one that cannot be resolved is kept as its raw ``${...}`` string."""
-    from omegaconf import DictConfig, ListConfig, OmegaConf
+    """The resolved container; an interpolation that cannot be resolved stays its raw ``${...}`` string."""
+    from omegaconf import OmegaConf
 
     try:
         return OmegaConf.to_container(cfg, resolve=True)
-    except Exception:
-        pass
-    if isinstance(cfg, DictConfig):
-        out: dict[str, Any] = {}
-        for key in cfg:
-            node = cfg._get_node(key)
-            try:
-                out[str(key)] = (
-                    _omegaconf(cfg[key]) if isinstance(node, (DictConfig, ListConfig)) else cfg[key]
-                )
-            except Exception:
-                out[str(key)] = node._value() if node is not None and hasattr(node, "_value") else str(node)
-        return out
-    if isinstance(cfg, ListConfig):
-        return [_omegaconf(v) if isinstance(v, (DictConfig, ListConfig)) else v for v in cfg]
-    return cfg
+    except Exception:  # resolve node by node; nested configs are resolved when _walk reaches them
+        raw: Any = OmegaConf.to_container(cfg, resolve=False)
+    out = {}
+    for key in list(raw) if isinstance(raw, dict) else range(len(raw)):
+        try:
+            out[key] = cfg[key]
+        except Exception:
+            out[key] = raw[key]
+    return out if isinstance(raw, dict) else list(out.values())
 
 
 def flatten(nested: Mapping[str, Any], sep: str = ".") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` → ``{"a.b": 1}``; lists stay values, empty dicts stay ``{}``."""
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` so two runs' configs diff key by key.
+
+    Lists stay single values (a changed list is one difference), and an empty dict stays ``{}``
+    so the key is not lost.
+    """
     out: dict[str, Any] = {}
     for key, value in nested.items():
         if isinstance(value, Mapping) and value:
@@ -174,7 +185,10 @@ def flatten(nested: Mapping[str, Any], sep: str = ".") -> dict[str, Any]:
 
 
 def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep merge for repeated ``log_config`` calls: ``update`` wins, nested dicts merge."""
+    """Deep merge for repeated ``log_config`` calls: nested dicts merge, otherwise ``update`` wins.
+
+    Neither argument is modified, so a config already handed to a backend never changes under it.
+    """
     out = dict(base)
     for key, value in update.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):

@@ -1,8 +1,16 @@
 """The backend interface: what a user's own tracker implements to receive everything tunetrack records.
 
-Backends run on the writer thread, never on the training thread: a slow backend delays only the
-writer, and the first exception a backend raises is reported once and disables it for the run. It is
-a ``Protocol``, so a backend needs no import from tunetrack to fit.
+Every method runs on the writer thread, never on the training thread. ``Tracker.log`` only appends to
+a buffer, so a slow backend never blocks training: it delays the writer, and if the writer falls
+``max_pending`` rows behind, further rows are dropped and counted rather than waited for. The first
+exception a backend raises is reported once (a ``TunetrackWarning`` with the traceback) and that
+backend is disabled for the rest of the run; the local store and other backends carry on.
+
+``Backend`` is a ``Protocol``, so a backend needs no import from tunetrack and no base class.
+Besides its four methods, the writer calls these when a backend defines them:
+
+- ``log_event(event: dict)``: ``{"kind", "step", "time", **data}`` (checkpoint, rewind, evaluation, ...);
+- ``log_system(rows: Sequence[Row])``: system metrics (``gpu.0.util``, ``gpu.0.memory.used_bytes``, ...).
 """
 
 from __future__ import annotations
@@ -12,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-#: ``(step, unix_time, {key: float | int | str | bool | None})``
-Row = tuple[int, float, dict[str, Any]]
+#: ``(step, unix_time, {key: value})``: one logged row, values already converted to plain scalars.
+Row = tuple[int, float, dict[str, float | int | str | bool | None]]
 
 
 @dataclass
@@ -24,19 +32,23 @@ class RunInfo:
     name: str
     project: str | None
     tags: list[str]
-    dir: Path | None
-    resumed: bool
-    config: dict[str, Any] = field(default_factory=dict)
+    dir: Path | None  # the run's folder; None when the local store is off (``store=False``)
+    resumed: bool  # this process re-attached to an existing run (``resume=``, or another node's process)
+    config: dict[str, Any] = field(default_factory=dict)  # often empty: configs arrive through log_config
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """Four operations; optionally ``log_event(event)`` and ``log_system(rows)`` too."""
+    """Receives a run's config and rows in order, in batches, on the writer thread."""
 
     def start(self, run: RunInfo) -> None: ...
 
-    def log_config(self, config: dict[str, Any]) -> None: ...
+    def log_config(self, config: dict[str, Any]) -> None:
+        """The config, nested, JSON-safe and with secrets redacted; called again when it grows."""
+        ...
 
     def log(self, rows: Sequence[Row]) -> None: ...
 
-    def finish(self, state: str) -> None: ...
+    def finish(self, state: str) -> None:
+        """``"finished"``, ``"failed"`` or ``"killed"``; the last call a backend receives."""
+        ...

@@ -48,6 +48,7 @@ def main() -> None:
         accelerator.log(
             {"loss": loss.detach(), "lr": 0.05, "per_sample_loss": per_sample.astype(np.float32)}, step=step
         )
+    accelerator.wait_for_everyone()  # ranks leave together (end_training destroys the process group)
     accelerator.end_training()
 
 

@@ -1,58 +1,40 @@
 """Accelerate through a ``GeneralTracker``: ``Accelerator(log_with=TunetrackTracker(project="p"))``.
 
-On accelerate ≥ 1.15, importing this module also registers the name, so ``log_with="tunetrack"``
-works and ``init_trackers(project_name, init_kwargs={"tunetrack": {...}})`` passes arguments through.
-The constructor only stores its arguments (it runs on every rank); ``start()``, which accelerate
-calls on the main process only, creates the run. DDPO and AlignProp log through this class too:
-``log_images`` stores their images, NumPy arrays become summary statistics, and since they never
-call ``end_training()`` the run ends ``finished`` when the process exits.
+The constructor only stores its arguments (accelerate users build it on every rank); ``start()``,
+which ``init_trackers`` calls on the main process only, creates the run. On accelerate ≥ 1.15,
+importing this module also registers the name, so ``Accelerator(log_with="tunetrack")`` works and
+``init_trackers(project_name, init_kwargs={"tunetrack": {...}})`` passes the project and arguments
+through. DDPO and AlignProp log through this class too: ``log_images`` stores their images, NumPy
+arrays become summary statistics, and since they never call ``end_training()`` the run ends
+``finished`` when the process exits (the core's atexit hook).
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
+import inspect
+import sys
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 from accelerate.tracking import GeneralTracker, on_main_process
 
+from .._warnings import warn_once
+from ..media import to_pil
 from ..tracker import Tracker
 
-log = logging.getLogger("tunetrack")
+__all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register", "summarize_arrays"]
 
-
-def summarize_arrays(values: dict[str, Any]) -> dict[str, Any]:
-    """Replace arrays and multi-element tensors by ``key/mean``, ``/std``, ``/min``, ``/max``, ``/count``."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        array = _as_array(value)
-        if array is None:
-            out[key] = value
-        elif array.size:
-            flat = array.astype(np.float64).ravel()
-            out.update(
-                {
-                    f"{key}/mean": float(flat.mean()),
-                    f"{key}/std": float(flat.std()),
-                    f"{key}/min": float(flat.min()),
-                    f"{key}/max": float(flat.max()),
-                    f"{key}/count": int(flat.size),
-                }
-            )
-    return out
-
-
-def _as_array(value: Any) -> np.ndarray | None:
-    if isinstance(value, np.ndarray) and value.size != 1 and value.dtype.kind in "biuf":
-        return value
-    if type(value).__module__.startswith("torch") and hasattr(value, "numel") and value.numel() != 1:
-        return value.detach().float().cpu().numpy()
-    return None
+_PLAIN = frozenset({float, int, bool, str, type(None)})
+_TRACKER_PARAMS = inspect.signature(Tracker).parameters
 
 
 class TunetrackTracker(GeneralTracker):
-    """An accelerate tracker that records into tunetrack."""
+    """An accelerate tracker that records into tunetrack.
+
+    ``run_name``, ``project``, ``dir`` and ``tags`` are the run's; any other keyword (``config``,
+    ``backends``, ``resume``, ``strict``, ...) goes to :class:`tunetrack.Tracker` unchanged.
+    """
 
     name = "tunetrack"
     requires_logging_directory = False
@@ -60,72 +42,234 @@ class TunetrackTracker(GeneralTracker):
 
     def __init__(
         self,
-        project: str | None = None,
         run_name: str | None = None,
-        dir: str | None = None,
-        tags: list[str] | None = None,
+        project: str | None = None,
+        dir: Any = None,
+        tags: Any = None,
         **tracker_kwargs: Any,
     ) -> None:
         super().__init__()
-        self.project, self.run_name, self.dir, self.tags = project, run_name, dir, tags
+        if "name" in tracker_kwargs:  # Tracker's own spelling, accepted too
+            alias = tracker_kwargs.pop("name")
+            if run_name is not None and alias != run_name:
+                raise TypeError(f"TunetrackTracker got both run_name={run_name!r} and name={alias!r}")
+            run_name = alias
+        unknown = sorted(set(tracker_kwargs) - set(_TRACKER_PARAMS))
+        if unknown:  # a setup mistake: fail now, on every rank, not silently at start()
+            raise TypeError(f"TunetrackTracker got unexpected keyword argument(s) {unknown}")
+        self.run_name, self.project, self.dir, self.tags = run_name, project, dir, tags
         self.tracker_kwargs = tracker_kwargs
-        self.run: Tracker | None = None
+        self._run: Tracker | None = None
+        self._finished = False
+        self._image_step: Any = None
+        self._image_counts: dict[str, int] = {}
 
     @property
     def tracker(self) -> Tracker | None:
-        return self.run
+        """The tunetrack ``Tracker`` (``None`` until ``start()``, and on other ranks)."""
+        return self._run
+
+    @property
+    def run(self) -> Tracker | None:
+        """The same as ``tracker``."""
+        return self._run
 
     @on_main_process
     def start(self) -> None:
-        if self.run is None:
-            self.run = Tracker(
-                project=self.project, name=self.run_name, dir=self.dir, tags=self.tags, **self.tracker_kwargs
-            ).start()
+        if self._run is not None and not self._finished:
+            return
+        self._finished = False
+        self._run = Tracker(
+            project=self.project, name=self.run_name, dir=self.dir, tags=self.tags, **self.tracker_kwargs
+        ).start()
 
     def _tracker(self) -> Tracker:
-        if self.run is None:  # used without init_trackers(): start on first use
+        if self._run is None:  # used directly, without init_trackers(): start on first use
             self.start()
-        assert self.run is not None
-        return self.run
+        assert self._run is not None
+        return self._run
 
     @on_main_process
     def store_init_configuration(self, values: dict[str, Any]) -> None:
-        self._tracker().log_config(values)
+        self._tracker().log_config(_without_trackers(values))
 
     @on_main_process
     def log(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        self._tracker().log(summarize_arrays(values), step=step)
+        row: Mapping[str, Any] = values
+        try:
+            row = summarize_arrays(values)
+        except Exception as exc:  # never into training: the core records what it can
+            warn_once(f"accelerate-arrays:{id(self)}", f"could not summarize arrays in log(): {exc!r}")
+        self._tracker().log(row, step=step)
 
     @on_main_process
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
-        """Store each image as a PNG in the run folder and record an ``image`` event for it."""
-        run = self._tracker()
+        """Store each image as ``media/images/<key>/<step>_<i>.png`` in the run folder, with an
+        ``image`` event (key, step, path). PIL images, NumPy arrays and tensors (HW, HWC or CHW;
+        NCHW/NHWC batches and lists are split); never raises."""
+        try:
+            run = self._tracker()
+            step = run.step if step is None else step
+            if step != self._image_step:  # numbering per (key, step), also across calls
+                self._image_step, self._image_counts = step, {}
+        except Exception as exc:
+            warn_once(f"accelerate-images:{id(self)}", f"log_images() ignored a call: {exc!r}")
+            return
         for key, images in values.items():
-            for i, image in enumerate(images if isinstance(images, (list, tuple)) else [images]):
-                try:
-                    run.log_image(key, image, step=step, index=i)
-                except Exception as exc:  # an odd image must not stop training
-                    log.warning("tunetrack: could not store image %r at step %s: %s", key, step, exc)
+            try:
+                for image in _split_images(images):
+                    index = self._image_counts.get(key, 0)
+                    self._image_counts[key] = index + 1
+                    run.log_image(str(key), to_pil(_image_array(image)), step=step, index=index)
+            except Exception as exc:  # an odd image must not stop training
+                warn_once(
+                    f"accelerate-image:{id(self)}:{key}",
+                    f"could not store image {key!r} at step {step}: {exc!r}",
+                )
 
     @on_main_process
     def finish(self) -> None:
-        if self.run is not None:
-            self.run.finish()
+        if self._run is not None:
+            self._finished = True
+            self._run.finish()
+
+
+class TunetrackTrackerByName(TunetrackTracker):
+    """What ``log_with="tunetrack"`` builds: accelerate passes ``init_trackers``'s ``project_name``
+    first, and ``init_kwargs["tunetrack"]`` as keywords (``run_name``, ``dir``, ``tags``, ...)."""
+
+    def __init__(self, project_name: str | None = None, /, **kwargs: Any) -> None:
+        kwargs.setdefault("project", project_name)
+        super().__init__(**kwargs)
 
 
 def register() -> None:
-    """Make ``log_with="tunetrack"`` work (accelerate ≥ 1.15 has ``register_tracker_class``)."""
+    """Make ``Accelerator(log_with="tunetrack")`` work; needs accelerate ≥ 1.15. Idempotent."""
     import accelerate
     from accelerate import tracking
 
     if not hasattr(tracking, "register_tracker_class"):
         raise RuntimeError(
-            f"accelerate {accelerate.__version__} cannot register trackers by name (needs ≥ 1.15); "
+            f"accelerate {accelerate.__version__} cannot register trackers by name "
+            '(register_tracker_class is new in accelerate 1.15), so log_with="tunetrack" does not work; '
             "pass an instance instead: Accelerator(log_with=TunetrackTracker(project=...))"
         )
-    if tracking.LOGGER_TYPE_TO_CLASS.get("tunetrack") is not TunetrackTracker:
-        tracking.register_tracker_class(TunetrackTracker)
+    if tracking.LOGGER_TYPE_TO_CLASS.get(TunetrackTracker.name) is not TunetrackTrackerByName:
+        tracking.register_tracker_class(TunetrackTrackerByName)
 
 
-with contextlib.suppress(RuntimeError):  # older accelerate: the instance path works without it
-    register()
+# -- values ---------------------------------------------------------------------------------------
+def summarize_arrays(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Replace arrays, multi-element tensors and lists of numbers (nested dicts too, as ``a/b``) by
+    ``key/mean``, ``key/std``, ``key/min``, ``key/max`` and ``key/count``; the rest is untouched.
+
+    Tensor statistics stay tensors on their device (no GPU synchronisation here): the core copies
+    them and the writer converts them.
+    """
+    if all(type(v) in _PLAIN for v in values.values()):
+        return values  # the common case: nothing to do, no copy
+    out: dict[str, Any] = {}
+    _summarize_into(values, "", out)
+    return out
+
+
+def _summarize_into(values: Mapping[Any, Any], prefix: str, out: dict[str, Any]) -> None:
+    for key, value in values.items():
+        name = f"{prefix}{key}"
+        if type(value) in _PLAIN:
+            out[name] = value
+        elif isinstance(value, Mapping):
+            _summarize_into(value, f"{name}/", out)
+        else:
+            stats = _stats(value)
+            if stats is None:
+                out[name] = value  # a scalar (or something the core will warn about)
+            else:
+                out.update({f"{name}/{stat}": v for stat, v in stats.items()})
+
+
+def _stats(value: Any) -> dict[str, Any] | None:
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.numel() == 1 or value.is_complex():
+            return None
+        flat = value.detach().flatten()
+        flat = flat if flat.dtype == torch.float64 else flat.float()
+    elif isinstance(value, np.ndarray):
+        if value.size == 1 or value.dtype.kind not in "biuf":
+            return None
+        flat = value.astype(np.float64).ravel()
+    elif isinstance(value, (list, tuple)) and all(type(v) in (int, float) for v in value):
+        flat = np.asarray(value, dtype=np.float64)
+    else:
+        return None
+    count = int(flat.numel() if torch is not None and isinstance(flat, torch.Tensor) else flat.size)
+    if count == 0:
+        return {"count": 0}
+    if isinstance(flat, np.ndarray):
+        return {
+            "mean": float(flat.mean()),
+            "std": float(flat.std()),
+            "min": float(flat.min()),
+            "max": float(flat.max()),
+            "count": count,
+        }
+    return {
+        "mean": flat.mean(),
+        "std": flat.std(correction=0),
+        "min": flat.amin(),
+        "max": flat.amax(),
+        "count": count,
+    }
+
+
+def _without_trackers(value: Any, _depth: int = 0) -> Any:
+    """DDPO/AlignProp configs hold the tracker object itself (``log_with``): record its name."""
+    if isinstance(value, GeneralTracker):
+        return getattr(value, "name", type(value).__name__)
+    if _depth > 20:
+        return value
+    if isinstance(value, Mapping):
+        return {k: _without_trackers(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_trackers(v, _depth + 1) for v in value]
+    return value
+
+
+# -- images ---------------------------------------------------------------------------------------
+def _split_images(images: Any) -> Iterator[Any]:
+    """One image at a time from an image, a list of images, or an NCHW/NHWC batch."""
+    if isinstance(images, (list, tuple)):
+        for image in images:
+            yield from _split_images(image)
+    elif getattr(images, "ndim", 0) == 4:
+        yield from images
+    else:
+        yield images
+
+
+def _image_array(image: Any) -> Any:
+    """Tensors (channels first, as in torchvision and TensorBoard) become HWC NumPy arrays, keeping
+    uint8 (0-255) apart from floats (0-1); other integer arrays are read as 0-255. PIL images pass
+    through; NumPy arrays are HW, HWC, or CHW when the first axis alone looks like channels."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(image, torch.Tensor):
+        image = image.detach().cpu()
+        if image.ndim == 3 and image.shape[0] in (1, 3, 4):
+            image = image.permute(1, 2, 0)
+        image = image.numpy() if image.dtype == torch.uint8 else image.float().numpy()
+    if isinstance(image, np.ndarray):
+        if image.dtype == np.bool_:
+            return image.astype(np.uint8) * 255
+        if image.dtype.kind in "iu" and image.dtype != np.uint8:
+            return np.clip(image, 0, 255).astype(np.uint8)
+    return image
+
+
+try:  # accelerate ≥ 1.15: log_with="tunetrack" works once this module is imported
+    import accelerate.tracking as _tracking
+
+    if hasattr(_tracking, "register_tracker_class"):
+        register()
+except Exception as _exc:  # never fail an import over a convenience; the instance path still works
+    warn_once("accelerate-register", f'could not register log_with="tunetrack": {_exc!r}')

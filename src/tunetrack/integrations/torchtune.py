@@ -3,27 +3,50 @@
     tune run lora_finetune_single_device --config my.yaml \\
         metric_logger._component_=tunetrack.integrations.torchtune.TunetrackLogger metric_logger.project=tt
 
-The interface is a Protocol, so this module imports neither torchtune nor torch: it fits by shape.
-Every shipped config sets ``metric_logger.log_dir``; it is accepted, and used as the store root
-when neither ``dir=`` nor ``$TUNETRACK_DIR`` says otherwise (so the runs land next to the recipe's
-other outputs). A recipe that crashes never calls ``close()``: the core's exception hook and
-heartbeat still end the run ``failed`` or ``crashed``.
+The interface is a Protocol, so this module imports neither torchtune nor torch: it fits by shape
+(omegaconf is imported only inside ``log_config``). Every shipped config sets
+``metric_logger.log_dir``; it is accepted, and used as the store root when neither ``dir=`` nor
+``$TUNETRACK_DIR`` says otherwise, so the runs land next to the recipe's other outputs.
+
+A recipe that crashes never calls ``close()``. There is deliberately no ``__del__`` (it could run at
+any time, on any thread, during interpreter shutdown): the core's exception hook ends the run
+``failed`` with the traceback, its atexit hook ``finished``, its signal handlers ``killed``, and a
+process that dies without running Python (SIGKILL, OOM killer) reads as ``crashed``.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from .._warnings import warn_once
+from ..config import capture
 from ..derived import Throughput
 from ..tracker import Tracker
 
+#: The key of the text sample that holds the recipe's YAML (as torchtune names its own copy).
+YAML_KEY = "torchtune_config.yaml"
+
+# Arguments the logger sets itself; every other Tracker argument passes through from the config.
+_OWN = frozenset({"self", "project", "name", "dir", "tags"})
+
+
+def _tracker_arguments() -> frozenset[str]:
+    return frozenset(inspect.signature(Tracker.__init__).parameters) - _OWN
+
 
 class TunetrackLogger:
-    """A torchtune metric logger that records into tunetrack."""
+    """A torchtune metric logger that records into tunetrack.
+
+    ``project``, ``name`` and ``tags`` (a list, or a comma-separated string from the command line)
+    describe the run. The store root is ``dir``, else ``$TUNETRACK_DIR``, else ``log_dir`` (the
+    config's ``${output_dir}/logs``), else ``./tunetrack_runs``. Other ``Tracker`` arguments
+    (``resume``, ``resume_step``, ``system``, ``strict``, ...) pass through; anything else is warned
+    about once and ignored, so a config written for another logger still trains.
+    """
 
     def __init__(
         self,
@@ -31,39 +54,84 @@ class TunetrackLogger:
         name: str | None = None,
         log_dir: str | None = None,
         dir: str | None = None,
-        tags: list[str] | str | None = None,
+        tags: str | list[str] | tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         root = dir or os.environ.get("TUNETRACK_DIR") or log_dir
         if isinstance(tags, str):
-            tags = [t for t in tags.split(",") if t]
-        known = {
-            k: kwargs.pop(k)
-            for k in ("system", "system_interval", "flush_interval", "strict", "all_ranks")
-            if k in kwargs
-        }
-        if kwargs:
-            warn_once("torchtune:kwargs", f"TunetrackLogger ignored unknown arguments: {sorted(kwargs)}")
-        self.tracker = Tracker(project=project, name=name, dir=root, tags=list(tags or []), **known)
-        self._throughput = Throughput()
+            tags = [t.strip() for t in tags.split(",") if t.strip()]
+        accepted = _tracker_arguments()
+        unknown = sorted(k for k in kwargs if k not in accepted)
+        if unknown:
+            warn_once("torchtune:kwargs", f"TunetrackLogger ignored unknown arguments: {unknown}")
+        passed = {k: v for k, v in kwargs.items() if k in accepted}
+        # Command-line values are parsed as YAML, so `metric_logger.name=7` arrives as an int.
+        self.tracker = Tracker(
+            project=None if project is None else str(project),
+            name=None if name is None else str(name),
+            dir=root,
+            tags=[str(t) for t in tags or []],
+            **passed,
+        )
+        from ..env import rank_info
+
+        self._world = max(rank_info().world_size, 1)
+        self._throughput = Throughput(num_gpus=self._world)
 
     def log(self, name: str, data: Any, step: int) -> None:
         self.log_dict({name: data}, step)
 
     def log_dict(self, payload: Mapping[str, Any], step: int) -> None:
+        """One row at ``step``. Tensors are queued as they are: no ``.item()`` (no GPU sync) here."""
         row = dict(payload)
-        row.update(self._throughput.update(step, time.time(), payload))
+        try:
+            row.update(self._derived(step, row))
+        except Exception as exc:  # derived keys are a convenience; the row itself must get through
+            if self.tracker.strict:
+                raise
+            warn_once("torchtune:derived", f"could not derive throughput keys: {exc!r}")
         self.tracker.log(row, step=step)
 
-    def log_config(self, config: Any) -> None:
-        """The resolved config, plus the original YAML text under ``_yaml`` (interpolations intact)."""
-        self.tracker.log_config(config)
-        try:
-            from omegaconf import OmegaConf
+    def _derived(self, step: int, row: dict[str, Any]) -> dict[str, Any]:
+        """Step time and rates; ``perf/tokens_per_s`` is ``tokens_per_second_per_gpu`` × world size."""
+        plain = {k: v for k, v in row.items() if type(v) in (int, float)}
+        out: dict[str, Any] = self._throughput.update(step, time.time(), plain)
+        per_gpu = row.get("tokens_per_second_per_gpu")
+        if per_gpu is not None and "tokens_per_second_per_gpu" not in plain:
+            # A 0-d tensor: a queued multiply, snapshotted (cloned) by log() like the other values.
+            out["perf/tokens_per_s"] = per_gpu * self._world if self._world > 1 else per_gpu
+        return out
 
-            self.tracker.log_config({"_yaml": OmegaConf.to_yaml(config)})
-        except Exception as exc:  # not an OmegaConf object: the captured config is all there is
-            warn_once("torchtune:yaml", f"could not keep the config's YAML text: {exc!r}")
+    def log_config(self, config: Any) -> None:
+        """The resolved config, plus the YAML text as the recipe received it (a text sample).
+
+        The config is resolved (``${output_dir}`` and friends replaced; an interpolation that cannot
+        be resolved is kept as its raw ``${...}`` text). The YAML keeps the interpolations and is
+        stored as the text sample ``torchtune_config.yaml`` at step 0, with secrets redacted as in
+        the config.
+        """
+        self.tracker.log_config(config)
+        text = _yaml_text(config)
+        if text is not None:
+            self.tracker.log_text(YAML_KEY, text, step=0)
 
     def close(self) -> None:
         self.tracker.finish()
+
+
+def _yaml_text(config: Any) -> str | None:
+    """``OmegaConf.to_yaml`` of ``config`` with interpolations intact and secret values redacted."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:
+        return None
+    if not isinstance(config, (DictConfig, ListConfig, dict, list)):
+        return None
+    try:
+        tree = (
+            OmegaConf.to_container(config, resolve=False) if not isinstance(config, (dict, list)) else config
+        )
+        return OmegaConf.to_yaml(capture(tree))  # capture redacts secrets, as in the config
+    except Exception as exc:
+        warn_once("torchtune:yaml", f"could not keep the config's YAML text: {exc!r}")
+        return None

@@ -15,7 +15,9 @@ Trainer events onto the core ``Tracker``. What it must get right is the Trainer'
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +29,27 @@ from ..store.layout import write_json_atomic
 from ..tracker import Tracker
 
 RUN_FILE = ".tunetrack_run"
+#: ``resume=`` values that never re-attach to an earlier run
+_NEVER = (None, False, "never", "no")
 
 
 class TunetrackCallback(TrainerCallback):
-    """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints."""
+    """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints.
+
+    ``resume="auto"`` (default) re-attaches a ``train(resume_from_checkpoint=...)`` to the run recorded
+    in ``output_dir/.tunetrack_run``; ``resume=None`` always starts a new run; any other string is
+    the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training cleanly when the
+    loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
+    """
 
     def __init__(
         self,
         project: str | None = None,
         name: str | None = None,
-        dir: str | None = None,
-        tags: list[str] | None = None,
+        dir: str | os.PathLike[str] | None = None,
+        tags: Sequence[str] | None = None,
         config: Any = None,
-        resume: str = "auto",
+        resume: str | None = "auto",
         on_nan: str = "warn",
         **tracker_kwargs: Any,
     ) -> None:
@@ -52,18 +62,41 @@ class TunetrackCallback(TrainerCallback):
         self.tracker_kwargs = tracker_kwargs
         self.tracker: Tracker | None = None
         self._trial: str | None = None
+        self._trials = 0  # trials seen, for trial names when the search has no hp_name
+        self._trained = False  # a train() has begun on this run
+        self._final_logged = False  # the current train() logged its final record (train_loss)
         self._throughput: Throughput | None = None
         self._completions = CompletionFiles()
 
+    @property
+    def _recording(self) -> bool:
+        return self.tracker is not None and self.tracker.active
+
     # -- run lifecycle ---------------------------------------------------------------------------
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if not state.is_world_process_zero:
+            self._start_other_rank()
+            return
+        self._final_logged = False
+        tracker = self.tracker if self._recording else None
         if state.is_hyper_param_search:
             self._start_trial(args, state)
-        elif self.tracker is None or not self.tracker.active:
+        elif tracker is None:
             self._start(args, state)
-        elif state.global_step > 0:  # train() again on the same Trainer, from a checkpoint
-            self.tracker.rewind(state.global_step)
-        if self.tracker is not None and self.tracker.active:
+        elif state.global_step > 0 and not self._trained and self._resumable(args) not in (None, tracker.id):
+            # evaluate()/predict() started a run before this resumed train(): attach to the trained run
+            tracker.finish()
+            self._start(args, state)
+        elif state.global_step > 0:  # train() again in this process, from a checkpoint
+            tracker.rewind(state.global_step)
+        elif self._trained:  # a fresh train() after an earlier one: a new run, as in a new process
+            tracker.finish()
+            self._start(args, state)
+        if not state.is_hyper_param_search:
+            self._note(args)
+        self._trained = True
+        if self._recording:
+            assert self.tracker is not None
             self.tracker.log_config(self._config(args, model))
             self._throughput = Throughput(
                 samples_per_step=args.per_device_train_batch_size
@@ -73,51 +106,104 @@ class TunetrackCallback(TrainerCallback):
                 num_gpus=args.world_size,
             )
 
-    def _start(self, args: Any, state: Any, name: str | None = None, tags: list[str] | None = None) -> None:
-        run_file = Path(args.output_dir) / RUN_FILE
-        resume_id, resume_step = None, None
-        if self.resume == "auto" and state.global_step > 0 and not state.is_hyper_param_search:
-            saved = _read(run_file)
-            if saved.get("id"):
-                resume_id, resume_step = saved["id"], state.global_step
-        self.tracker = Tracker(
+    def _start_other_rank(self) -> None:
+        """Not world rank 0: record no metrics. The tracker is still started once, inactive, so that
+        the first rank of another node can add that node's system metrics to the job's run."""
+        if self.tracker is None:
+            self.tracker = self._tracker(self.name, self.tags, None, None, self.dir).start()
+
+    def _tracker(
+        self, name: str | None, tags: list[str], resume: str | None, step: int | None, root: Any
+    ) -> Tracker:
+        return Tracker(
             project=self.project,
-            name=name or self.name or _run_name(args),
-            dir=self.dir,
-            tags=tags or self.tags,
+            name=name,
+            dir=root,
+            tags=tags,
             config=self.extra_config,
-            resume=resume_id,
-            resume_step=resume_step,
+            resume=resume,
+            resume_step=step,
             **self.tracker_kwargs,
+        )
+
+    def _start(self, args: Any, state: Any, model: Any = None, training: bool = True, **run: Any) -> None:
+        """Start (or re-attach to) the run on world rank 0. ``run``: ``name``/``tags`` overrides.
+
+        ``training``: called at train begin, where a re-attached run rewinds to the Trainer's step
+        (with an explicit run id and a fresh train(), to 0: the new attempt supersedes the old rows).
+        evaluate()/predict() alone never rewind, so evaluating into a finished run keeps its curves.
+        """
+        search = bool(state.is_hyper_param_search)
+        resume_id, resume_step, root = None, None, self.dir
+        if self.resume == "auto":
+            saved = _read(Path(args.output_dir) / RUN_FILE) if training and state.global_step > 0 else {}
+            if isinstance(saved.get("id"), str) and not search:
+                resume_id, resume_step = saved["id"], state.global_step
+                if root is None and isinstance(saved.get("dir"), str):
+                    root = saved["dir"]  # where the run is, whatever the working directory now is
+        elif self.resume not in _NEVER and not search:
+            resume_id = str(self.resume)
+            resume_step = state.global_step if training else None
+        self.tracker = self._tracker(
+            run.get("name") or self.name or _run_name(args),
+            run.get("tags") or self.tags,
+            resume_id,
+            resume_step,
+            root,
         ).start()
-        root = self.tracker.run_dir.parent if self.tracker.run_dir is not None else None
-        if root is not None and state.is_world_process_zero and not state.is_hyper_param_search:
-            try:
-                run_file.parent.mkdir(parents=True, exist_ok=True)
-                write_json_atomic(run_file, {"id": self.tracker.id, "dir": str(root)})
-            except OSError:
-                pass  # the run is recorded anyway; only automatic resume needs this file
+        self._trained = False
+        if model is not None and self.tracker.active:
+            self.tracker.log_config(self._config(args, model))
+
+    def _resumable(self, args: Any) -> str | None:
+        """The run id a resumed train() re-attaches to (``resume="auto"``), from ``output_dir``."""
+        if self.resume != "auto":
+            return None
+        saved = _read(Path(args.output_dir) / RUN_FILE).get("id")
+        return saved if isinstance(saved, str) else None
+
+    def _note(self, args: Any) -> None:
+        """At train begin, keep the run's id in ``output_dir`` for a later resume. Only training
+        writes it: a run started by evaluate()/predict() alone must never be resumed into."""
+        if not self._recording or self.tracker is None or self.tracker.run_dir is None:
+            return
+        try:
+            run_file = Path(args.output_dir) / RUN_FILE
+            run_file.parent.mkdir(parents=True, exist_ok=True)
+            root = str(self.tracker.run_dir.parent.resolve())
+            write_json_atomic(run_file, {"id": self.tracker.id, "dir": root})
+        except OSError:
+            pass  # the run is recorded anyway; only automatic resume needs this file
 
     def _start_trial(self, args: Any, state: Any) -> None:
+        """One run per trial of ``trainer.hyperparameter_search``: the callback instance is shared."""
         if self.tracker is not None:
             self.tracker.finish()
         params = dict(state.trial_params or {})
-        self._trial = state.trial_name or "trial"
-        base = self.name or _run_name(args)
+        number = self._trials
+        self._trials += 1
+        self._trial = str(state.trial_name) if state.trial_name else f"trial-{number}"
+        base = self.name or _run_name(args) or self.project or "search"
         tags = [*self.tags, *(f"{k}={v}" for k, v in sorted(params.items()))]
         self._start(args, state, name=f"{base}-{self._trial}", tags=tags)
-        if self.tracker is not None:
-            self.tracker.log_config({"trial": {"name": self._trial, "params": params}})
+        if self._recording:
+            assert self.tracker is not None
+            trial = {"name": self._trial, "number": number, "params": params, "pruned": False}
+            self.tracker.log_config({"trial": trial})
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.tracker is None:
+        if not self._recording or not state.is_world_process_zero:
             return
-        if getattr(args, "log_completions", False) and state.is_world_process_zero:
+        assert self.tracker is not None
+        if getattr(args, "log_completions", False):
             self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
-        if state.is_hyper_param_search and state.global_step < state.max_steps:
-            # Optuna calls on_train_end for a pruned trial just before raising TrialPruned.
+        if state.is_hyper_param_search and not self._final_logged:
+            # A completed train() logs its final record (train_loss) before on_train_end; Optuna's
+            # pruning calls on_train_end straight from the evaluation, then raises TrialPruned.
+            # (Early stopping still goes through the final record, so it is not mistaken for pruning.)
             self.tracker.event("pruned", step=state.global_step, trial=self._trial)
-        self.tracker.flush()
+            self.tracker.log_config({"trial": {"pruned": True}})
+        self.tracker.flush()  # the run goes on: evaluate() and predict() usually follow
 
     def finish(self, state: str | None = None) -> None:
         """End the run now (optional: process exit ends it too)."""
@@ -126,18 +212,33 @@ class TunetrackCallback(TrainerCallback):
 
     # -- metrics and events ----------------------------------------------------------------------
     def on_log(
-        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        logs: dict[str, Any] | None = None,
+        model: Any = None,
+        **kwargs: Any,
     ) -> None:
-        if self.tracker is not None and state.is_world_process_zero and logs:
-            row = dict(logs)
-            if self._throughput is not None:
-                row.update(self._throughput.update(state.global_step, time.time(), logs))
-            self.tracker.log(row, step=state.global_step)
-        if self.on_nan == "stop" and logs and any(is_bad(logs.get(k)) for k in (*LOSS_KEYS, *GRAD_KEYS)):
+        if not logs:
+            return
+        if "train_loss" in logs:
+            self._final_logged = True
+        if state.is_world_process_zero:
+            if self.tracker is None:  # evaluate() without train(): still one run
+                self._start(args, state, model, training=False)
+            if self._recording:
+                assert self.tracker is not None
+                row = dict(logs)  # a copy: other callbacks see the Trainer's dict unchanged
+                if self._throughput is not None:
+                    row.update(self._throughput.update(state.global_step, time.time(), logs))
+                self.tracker.log(row, step=state.global_step)
+        if self.on_nan == "stop" and any(is_bad(logs.get(k)) for k in (*LOSS_KEYS, *GRAD_KEYS)):
             # Every rank sees the same reduced values, so every rank stops at the same step.
             control.should_save = True
             control.should_training_stop = True
-            if self.tracker is not None and state.is_world_process_zero:
+            if self._recording and state.is_world_process_zero:
+                assert self.tracker is not None
                 self.tracker.event(
                     "stopped", step=state.global_step, reason="non-finite loss or gradient norm"
                 )
@@ -146,35 +247,42 @@ class TunetrackCallback(TrainerCallback):
         self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None, **kw: Any
     ) -> None:
         # evaluate() already sent its metrics through on_log; mark the evaluation on the timeline.
-        if self.tracker is not None and state.is_world_process_zero:
+        if self._recording and state.is_world_process_zero:
+            assert self.tracker is not None
             self.tracker.event("evaluation", step=state.global_step, keys=sorted(metrics or {}))
 
     def on_predict(
-        self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None, **kw: Any
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        metrics: dict[str, Any] | None = None,
+        model: Any = None,
+        **kw: Any,
     ) -> None:
         if state.is_world_process_zero and metrics:
             if self.tracker is None:  # predict() without train(): still one run
-                self._start(args, state)
-            assert self.tracker is not None
-            self.tracker.log(dict(metrics), step=state.global_step)
+                self._start(args, state, model, training=False)
+            if self._recording:
+                assert self.tracker is not None
+                self.tracker.log(dict(metrics), step=state.global_step)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if (
-            getattr(args, "log_completions", False)
-            and self.tracker is not None
-            and state.is_world_process_zero
-        ):
+        if getattr(args, "log_completions", False) and self._recording and state.is_world_process_zero:
+            assert self.tracker is not None
             self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.tracker is not None and state.is_world_process_zero:
+        if self._recording and state.is_world_process_zero:
+            assert self.tracker is not None
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             self.tracker.event("checkpoint", step=state.global_step, path=str(path))
 
     # -- config ---------------------------------------------------------------------------------
     @staticmethod
     def _config(args: Any, model: Any) -> dict[str, Any]:
-        """Nested, not merged: ``args`` and ``model_config`` share key names that would collide."""
+        """Nested, not merged: ``args`` and ``model_config`` share key names that would collide.
+        ``tunetrack.config`` captures the objects (``to_dict()``, PEFT's sets) and redacts tokens."""
         config: dict[str, Any] = {"args": args}
         model_config = getattr(model, "config", None)
         if model_config is not None:
@@ -184,9 +292,12 @@ class TunetrackCallback(TrainerCallback):
             config["peft_config"] = peft
         if model is not None and hasattr(model, "parameters"):
             try:
-                params = list(model.parameters())
-                config["num_parameters"] = sum(p.numel() for p in params)
-                config["trainable_parameters"] = sum(p.numel() for p in params if p.requires_grad)
+                total = trainable = 0
+                for p in model.parameters():
+                    n = getattr(p, "ds_numel", None) or p.numel()  # DeepSpeed ZeRO-3 partitions
+                    total += n
+                    trainable += n if p.requires_grad else 0
+                config["num_parameters"], config["trainable_parameters"] = total, trainable
             except Exception:
                 pass
         return config

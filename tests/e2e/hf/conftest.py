@@ -1,4 +1,7 @@
-"""End-to-end tests in the modern Hugging Face environment: real training on CPU, no mocks."""
+"""End-to-end tests in the modern Hugging Face environment: real training on CPU, no mocks.
+
+Every test in this folder is marked ``e2e``; ``examples/`` is importable (``from _tiny import ...``).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "tests/e2e/" in str(item.fspath):
+        if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.e2e)

@@ -1,19 +1,30 @@
-"""The Transformers callback, proven by training a tiny Llama with the real Trainer on CPU."""
+"""The Transformers callback, proven by training a tiny Llama with the real Trainer on CPU.
+
+No mocks: every test trains (or evaluates) with ``transformers.Trainer`` and asserts on what the run
+store holds, read back through ``tunetrack.reader``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from _tiny import build_dataset, build_model, build_tokenizer
-from transformers import Trainer, TrainingArguments
+from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from helpers import SRC, run_script
+from helpers import EXAMPLES_DIR, SRC, run_script
 from tunetrack.integrations.transformers import RUN_FILE, TunetrackCallback
 from tunetrack.reader import list_runs, open_run
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer()
 
 
 def _args(out, **kw):
@@ -31,8 +42,7 @@ def _args(out, **kw):
     return TrainingArguments(**{**base, **kw})
 
 
-def test_train_evaluate_predict_save(tmp_path, root):
-    tok = build_tokenizer()
+def test_train_evaluate_predict_save(tmp_path, root, tok):
     cb = TunetrackCallback(project="hf", name="tiny", dir=root, config={"dataset": "tiny"})
     trainer = Trainer(
         model=build_model(tok),
@@ -44,108 +54,249 @@ def test_train_evaluate_predict_save(tmp_path, root):
         callbacks=[cb],
     )
     trainer.train()
-    final_eval = trainer.evaluate()
-    predictions = trainer.predict(build_dataset(tok, rows=8))
+    final_eval = trainer.evaluate()  # after train(), as most scripts and LLaMA Factory do
+    predictions = trainer.predict(build_dataset(tok, rows=8))  # never fires on_log
+    assert open_run("tiny", dir=root).state == "running"  # on_train_end did not end the run
     cb.finish()
 
     run = open_run("tiny", dir=root)
-    assert run.state == "finished" and run.project == "hf"
-    history = trainer.state.log_history
-    train_rows = [h for h in history if "loss" in h]
-    loss = run.series("loss")
-    assert loss.steps.tolist() == list(range(1, 13))
-    assert loss.values.tolist() == [h["loss"] for h in train_rows]
-    assert set(run.keys()) >= {
-        "loss",
-        "grad_norm",
-        "learning_rate",
-        "epoch",
-        "train_loss",
-        "total_flos",
-        "eval_loss",
-        "test_loss",
-    }
-    assert run.series("train_loss").steps.tolist() == [12]
+    assert run.state == "finished" and run.project == "hf" and run.id == cb.tracker.id
+    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    for key in ("loss", "grad_norm", "learning_rate"):  # exactly what the Trainer logged, once per step
+        assert run.series(key).steps.tolist() == list(range(1, 13)), key
+        assert run.series(key).values.tolist() == [h[key] for h in train_rows], key
+    # epoch rides along on every record: 12 training rows, 2 in-training evals, the final record, evaluate()
+    assert run.series("epoch").steps.tolist() == [*range(1, 7), 6, *range(7, 13), 12, 12, 12]
+    for key in ("train_loss", "train_runtime", "total_flos"):  # the final record, at the last step
+        assert run.series(key).steps.tolist() == [12], key
+    assert run.series("train_loss").values.tolist() == [trainer.state.log_history[-2]["train_loss"]]
+    eval_loss = run.series("eval_loss")
+    assert eval_loss.steps.tolist() == [6, 12, 12]  # two in training, one evaluate() after train()
+    assert eval_loss.values[-1] == final_eval["eval_loss"]
+    test_loss = run.series("test_loss")
+    assert test_loss.steps.tolist() == [12] and test_loss.values.tolist() == [
+        predictions.metrics["test_loss"]
+    ]
+    assert {"test_runtime", "test_samples_per_second"} <= set(run.keys())
     samples = run.series("perf/samples_per_s")
     assert len(samples) >= 10 and (samples.values > 0).all()  # 4 samples per step on one CPU process
     assert run.series("perf/tflops").steps.tolist() == [12]  # total_flos / train_runtime at the end
-    eval_loss = run.series("eval_loss")
-    assert eval_loss.steps.tolist() == [6, 12, 12]  # two in training, one evaluate() after train
-    assert eval_loss.values[-1] == final_eval["eval_loss"]
-    assert run.series("test_loss").values.tolist() == [predictions.metrics["test_loss"]]
+
     config = run.config
-    assert config["args"]["learning_rate"] == 1e-3 and config["model_config"]["hidden_size"] == 64
-    assert config["dataset"] == "tiny" and config["num_parameters"] > 0
+    assert set(config) >= {"args", "model_config", "dataset", "num_parameters", "trainable_parameters"}
+    assert config["args"]["learning_rate"] == 1e-3 and config["args"]["max_steps"] == 12
+    assert config["model_config"]["hidden_size"] == 64 and config["model_config"]["num_hidden_layers"] == 2
+    assert "peft_config" not in config  # no PEFT here
+    assert config["dataset"] == "tiny"
+    n_params = sum(p.numel() for p in trainer.model.parameters())
+    assert config["num_parameters"] == config["trainable_parameters"] == n_params
+    assert run.flat_config["args.learning_rate"] == 1e-3
+    assert run.flat_config["model_config.hidden_size"] == 64
+
     events = run.events()
     checkpoints = [e for e in events if e["kind"] == "checkpoint"]
     assert [e["step"] for e in checkpoints] == [5, 10, 12]  # save_steps, and the Trainer's save at the end
-    assert all(
-        os.path.isdir(e["path"]) and e["path"].endswith(f"checkpoint-{e['step']}") for e in checkpoints
-    )
+    for e in checkpoints:
+        assert e["path"] == str(tmp_path / "out" / f"checkpoint-{e['step']}") and os.path.isdir(e["path"])
     assert [e["step"] for e in events if e["kind"] == "evaluation"] == [6, 12, 12]
+    assert json.loads((tmp_path / "out" / RUN_FILE).read_text()) == {"id": run.id, "dir": str(root.resolve())}
 
 
-def test_logs_are_copied_not_mutated(tmp_path, root):
-    from transformers import TrainerCallback
-
+def test_logs_are_copied_not_mutated(tmp_path, root, tok):
     seen = []
 
     class After(TrainerCallback):
+        """Runs after ours: sees exactly the dict the Trainer logged."""
+
         def on_log(self, args, state, control, logs=None, **kw):
             seen.append(dict(logs))
 
-    tok = build_tokenizer()
     cb = TunetrackCallback(dir=root, name="copy")
-    Trainer(
+    trainer = Trainer(
         model=build_model(tok),
         args=_args(tmp_path, max_steps=3),
         train_dataset=build_dataset(tok),
         callbacks=[cb, After()],
+    )
+    trainer.train()
+    cb.finish()
+    # log_history holds a copy of each logs dict taken before on_log (plus "step")
+    assert seen == [{k: v for k, v in h.items() if k != "step"} for h in trainer.state.log_history]
+    assert "total_flos" in seen[-1] and "perf/samples_per_s" not in seen[0]
+    assert open_run("copy", dir=root).series("loss").steps.tolist() == [1, 2, 3]
+
+
+def test_fresh_train_starts_a_new_run(tmp_path, root, tok):
+    out = tmp_path / "out"
+    first = TunetrackCallback(dir=root, project="fresh")
+    Trainer(
+        model=build_model(tok),
+        args=_args(out, max_steps=2),
+        train_dataset=build_dataset(tok),
+        callbacks=[first],
+    ).train()
+    first.finish()
+    assert json.loads((out / RUN_FILE).read_text())["id"] == first.tracker.id
+
+    # The same output_dir, a fresh train() (global_step 0): a new run, and the file now names it.
+    second = TunetrackCallback(dir=root, project="fresh")
+    trainer = Trainer(
+        model=build_model(tok),
+        args=_args(out, max_steps=2),
+        train_dataset=build_dataset(tok),
+        callbacks=[second],
+    )
+    trainer.train()
+    second_id = second.tracker.id
+    assert second_id != first.tracker.id
+    assert json.loads((out / RUN_FILE).read_text())["id"] == second_id
+    trainer.train()  # train() again on the same Trainer and callback: a new run too, not a zig-zag
+    second.finish()
+    assert second.tracker.id not in (first.tracker.id, second_id)
+    runs = list_runs(root, project="fresh")
+    assert len(runs) == 3 and all(r.state == "finished" for r in runs)
+    assert all(r.series("loss").steps.tolist() == [1, 2] for r in runs)
+
+
+def test_evaluate_without_train_is_recorded_but_never_resumed_into(tmp_path, root, tok):
+    cb = TunetrackCallback(dir=root, name="eval-only")
+    trainer = Trainer(
+        model=build_model(tok), args=_args(tmp_path), eval_dataset=build_dataset(tok, rows=8), callbacks=[cb]
+    )
+    metrics = trainer.evaluate()
+    cb.finish()
+    run = open_run("eval-only", dir=root)
+    assert run.series("eval_loss").values.tolist() == [metrics["eval_loss"]]
+    assert run.config["model_config"]["hidden_size"] == 64  # config recorded on the lazy start too
+    assert [e["kind"] for e in run.events()] == ["evaluation"]
+    assert not (tmp_path / RUN_FILE).exists()
+
+
+@pytest.mark.filterwarnings("ignore:`is_gradient_checkpointing` is deprecated:FutureWarning")
+def test_peft_config_is_nested_with_its_sets(tmp_path, root, tok):
+    from peft import LoraConfig, get_peft_model
+
+    model = get_peft_model(
+        build_model(tok),
+        LoraConfig(r=4, lora_alpha=8, target_modules={"q_proj", "v_proj"}, task_type="CAUSAL_LM"),
+    )
+    cb = TunetrackCallback(dir=root, name="lora")
+    Trainer(
+        model=model, args=_args(tmp_path, max_steps=2), train_dataset=build_dataset(tok), callbacks=[cb]
     ).train()
     cb.finish()
-    assert seen[0].keys() >= {"loss", "grad_norm", "learning_rate", "epoch"}
-    assert "total_flos" in seen[-1]  # our callback did not pop or change anything
+    config = open_run("lora", dir=root).config
+    lora = config["peft_config"]["default"]
+    assert lora["r"] == 4 and lora["target_modules"] == ["q_proj", "v_proj"]  # a set, stored sorted
+    assert config["model_config"]["hidden_size"] == 64
+    assert 0 < config["trainable_parameters"] < config["num_parameters"]
+
+
+def test_explicit_run_id_reattaches(tmp_path, root, tok):
+    first = TunetrackCallback(dir=root, project="explicit")
+    Trainer(
+        model=build_model(tok),
+        args=_args(tmp_path / "a", max_steps=3),
+        train_dataset=build_dataset(tok),
+        callbacks=[first],
+    ).train()
+    first.finish()
+    run_id = first.tracker.id
+
+    # A fresh train() into that run (another output_dir): the new attempt supersedes the old rows.
+    again = TunetrackCallback(dir=root, resume=run_id)
+    trainer = Trainer(
+        model=build_model(tok, seed=1),
+        args=_args(tmp_path / "b", max_steps=2),
+        train_dataset=build_dataset(tok),
+        callbacks=[again],
+    )
+    trainer.train()
+    again.finish()
+    # evaluate() alone into the same run: recorded, and nothing is rewound.
+    late = TunetrackCallback(dir=root, resume=run_id)
+    Trainer(
+        model=trainer.model,
+        args=_args(tmp_path / "c"),
+        eval_dataset=build_dataset(tok, rows=8),
+        callbacks=[late],
+    ).evaluate()
+    late.finish()
+
+    (run,) = list_runs(root, project="explicit")
+    assert run.id == run_id and run.state == "finished" and len(run.meta["processes"]) == 3  # attempts
+    assert run.series("loss").values.tolist() == [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert run.series("loss").steps.tolist() == [1, 2]
+    assert run.series("eval_loss").steps.tolist() == [0]  # a fresh Trainer's evaluate() is at step 0
+    assert [e["step"] for e in run.events() if e["kind"] == "rewind"] == [0]
 
 
 RESUME = """
-import sys
+import os, sys
 sys.path.insert(0, sys.argv[3])
 from _tiny import build_dataset, build_model, build_tokenizer
 from transformers import Trainer, TrainingArguments
 from tunetrack.integrations.transformers import TunetrackCallback
-out, root = sys.argv[1], sys.argv[2]
+out, elsewhere = sys.argv[1], sys.argv[2]
+os.chdir(elsewhere)  # no dir= and no TUNETRACK_DIR: the run is found through output_dir/.tunetrack_run
 tok = build_tokenizer()
-args = TrainingArguments(output_dir=out, max_steps=int(sys.argv[4]), per_device_train_batch_size=4, logging_steps=1,
+args = TrainingArguments(output_dir=out, max_steps=15, per_device_train_batch_size=4, logging_steps=1,
                          save_strategy="steps", save_steps=5, report_to="none", use_cpu=True, disable_tqdm=True,
                          learning_rate=1e-3)
 trainer = Trainer(model=build_model(tok), args=args, train_dataset=build_dataset(tok),
-                  callbacks=[TunetrackCallback(dir=root, project="resume")])
-trainer.train(resume_from_checkpoint=sys.argv[5] if len(sys.argv) > 5 else None)
+                  callbacks=[TunetrackCallback(project="resume")])
+trainer.train(resume_from_checkpoint=sys.argv[4])
 """
 
 
-def test_resume_from_checkpoint_in_a_new_process_rewinds(tmp_path, root):
-    from helpers import EXAMPLES_DIR
-
+def test_resume_from_checkpoint_in_a_new_process_rewinds(tmp_path, root, tok):
     out = tmp_path / "out"
-    run_script(RESUME, str(out), str(root), EXAMPLES_DIR, "10")
+    # First attempt: 10 steps, checkpoints at 5 and 10 (its steps 6..10 are redone by the second attempt).
+    cb = TunetrackCallback(dir=root, project="resume")
+    first = Trainer(
+        model=build_model(tok),
+        args=_args(out, max_steps=10, save_strategy="steps", save_steps=5),
+        train_dataset=build_dataset(tok),
+        callbacks=[cb],
+    )
+    first.train()
+    cb.finish()
     run_id = json.loads((out / RUN_FILE).read_text())["id"]
-    run_script(RESUME, str(out), str(root), EXAMPLES_DIR, "15", str(out / "checkpoint-5"))
+    assert run_id == cb.tracker.id
+
+    # Second attempt, a new process: resume from checkpoint-5 and train on to step 15.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run_script(
+        RESUME, str(out), str(elsewhere), EXAMPLES_DIR, str(out / "checkpoint-5"), env={"TUNETRACK_DIR": ""}
+    )
+    assert not (elsewhere / "tunetrack_runs").exists()
+
     (run,) = list_runs(root, project="resume")
     assert run.id == run_id and run.state == "finished"
-    assert run.series("loss").steps.tolist() == list(range(1, 16))  # each step once, no zig-zag
-    rewinds = [e for e in run.events() if e["kind"] == "rewind"]
-    assert [e["step"] for e in rewinds] == [5]
     assert len(run.meta["processes"]) == 2
+    loss = run.series("loss")
+    assert loss.steps.tolist() == list(range(1, 16))  # each step once, no zig-zag
+    # Steps 1..5 from the first attempt, 6..15 from the second: exactly the resumed Trainer's history.
+    history = json.loads((out / "checkpoint-15" / "trainer_state.json").read_text())["log_history"]
+    assert loss.values.tolist() == [h["loss"] for h in history if "loss" in h]
+    first_losses = [h["loss"] for h in first.state.log_history if "loss" in h]
+    assert loss.values.tolist()[:5] == first_losses[:5]
+    assert [e["step"] for e in run.events() if e["kind"] == "rewind"] == [5]
+    assert run.series("train_loss").steps.tolist() == [15]  # the first attempt's final record is superseded
 
 
-def test_optuna_search_one_run_per_trial(tmp_path, root):
-    pytest.importorskip("optuna")
-    tok = build_tokenizer()
-    cb = TunetrackCallback(dir=root, project="hpo", name="search")
+def test_optuna_search_one_run_per_trial_pruned_marked(tmp_path, root, tok):
+    optuna = pytest.importorskip("optuna")
+
+    class PruneFirstTrial(optuna.pruners.BasePruner):
+        def prune(self, study, trial):
+            return trial.number == 0  # at its first report (step 2); the second trial completes
+
+    cb = TunetrackCallback(dir=root, project="hpo", name="search", tags=["sweep"])
     trainer = Trainer(
         model_init=lambda trial=None: build_model(tok),
-        args=_args(tmp_path, max_steps=4),
+        args=_args(tmp_path, max_steps=6, eval_strategy="steps", eval_steps=2),
         train_dataset=build_dataset(tok),
         eval_dataset=build_dataset(tok, rows=8),
         callbacks=[cb],
@@ -154,17 +305,24 @@ def test_optuna_search_one_run_per_trial(tmp_path, root):
         direction="minimize",
         backend="optuna",
         n_trials=2,
-        hp_space=lambda trial: {"learning_rate": trial.suggest_float("learning_rate", 1e-4, 1e-2, log=True)},
+        pruner=PruneFirstTrial(),
+        hp_space=lambda t: {"learning_rate": t.suggest_float("learning_rate", 1e-4, 1e-2, log=True)},
     )
     cb.finish()
-    runs = list_runs(root, project="hpo")
-    assert len(runs) == 2
-    for run in runs:
-        assert run.name.startswith("search-") and run.state == "finished"
+    second, first = list_runs(root, project="hpo")  # newest first
+    assert (first.name, second.name) == ("search-trial-0", "search-trial-1")
+    for number, run in enumerate((first, second)):
+        assert run.state == "finished"
         lr = run.config["trial"]["params"]["learning_rate"]
-        assert f"learning_rate={lr}" in run.tags
-        assert run.config["args"]["learning_rate"] == lr
-        assert run.series("loss").steps.tolist() == [1, 2, 3, 4]
+        assert run.tags == ["sweep", f"learning_rate={lr}"]
+        assert run.config["args"]["learning_rate"] == lr  # args carry the trial's parameters
+        assert run.config["trial"]["number"] == number
+    assert first.config["trial"]["pruned"] is True and second.config["trial"]["pruned"] is False
+    assert [e["step"] for e in first.events() if e["kind"] == "pruned"] == [2]
+    assert first.series("loss").steps.tolist() == [1, 2]
+    assert [e for e in second.events() if e["kind"] == "pruned"] == []
+    assert second.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]
+    assert not (tmp_path / RUN_FILE).exists()  # trials are never resumed into
 
 
 TORCHRUN = """
@@ -176,14 +334,19 @@ from tunetrack.integrations.transformers import TunetrackCallback
 tok = build_tokenizer()
 args = TrainingArguments(output_dir=sys.argv[1], max_steps=6, per_device_train_batch_size=2, logging_steps=1,
                          save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, ddp_backend="gloo")
-Trainer(model=build_model(tok), args=args, train_dataset=build_dataset(tok),
-        callbacks=[TunetrackCallback(dir=sys.argv[2], project="ddp")]).train()
+trainer = Trainer(model=build_model(tok), args=args, train_dataset=build_dataset(tok),
+                  callbacks=[TunetrackCallback(dir=sys.argv[2], project="ddp")])
+trainer.train()
+trainer.evaluate(build_dataset(tok, rows=8))
+# As a well-behaved DDP script ends: ranks leave together (a rank that exits while the other still
+# works can abort in gloo's teardown, "terminate called without an active exception").
+import torch.distributed as dist
+dist.barrier()
+dist.destroy_process_group()
 """
 
 
 def test_torchrun_two_processes_give_one_run(tmp_path, root):
-    from helpers import EXAMPLES_DIR
-
     script = tmp_path / "train.py"
     script.write_text(TORCHRUN)
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
@@ -209,10 +372,13 @@ def test_torchrun_two_processes_give_one_run(tmp_path, root):
     (run,) = list_runs(root, project="ddp")
     assert run.state == "finished"
     assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]  # rank 0 only, once
+    assert run.series("eval_loss").steps.tolist() == [6]
     assert [p["role"] for p in run.meta["processes"]] == ["primary"]
+    assert run.config["args"]["ddp_backend"] == "gloo"
 
 
-def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root):
+@pytest.mark.filterwarnings("ignore:tunetrack. training health")  # expected here
+def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root, tok):
     import torch
 
     class Exploding(torch.nn.Module):
@@ -228,7 +394,6 @@ def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root):
             loss = (self.w[0] * input_ids.float().mean()) ** 2 * 1e-4
             return {"loss": loss * float("nan") if self.calls >= 4 else loss}
 
-    tok = build_tokenizer()
     cb = TunetrackCallback(dir=root, name="nan", on_nan="stop")
     trainer = Trainer(
         model=Exploding(),
@@ -251,32 +416,19 @@ def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root):
     assert run.state == "finished"
 
 
-def test_optuna_pruned_trials_are_marked(tmp_path, root):
-    optuna = pytest.importorskip("optuna")
-
-    class PruneFirstTrial(optuna.pruners.BasePruner):
-        def prune(self, study, trial):
-            return trial.number == 0  # at its first report; the second trial completes
-
-    tok = build_tokenizer()
-    cb = TunetrackCallback(dir=root, project="pruned", name="search")
-    trainer = Trainer(
-        model_init=lambda trial=None: build_model(tok),
-        args=_args(tmp_path, max_steps=6, eval_strategy="steps", eval_steps=2),
-        train_dataset=build_dataset(tok),
-        eval_dataset=build_dataset(tok, rows=8),
-        callbacks=[cb],
-    )
-    trainer.hyperparameter_search(
-        direction="minimize",
-        backend="optuna",
-        n_trials=2,
-        pruner=PruneFirstTrial(),
-        hp_space=lambda t: {"learning_rate": t.suggest_float("learning_rate", 1e-4, 1e-2)},
-    )
-    cb.finish()
-    second, first = list_runs(root, project="pruned")
-    assert [e["step"] for e in first.events() if e["kind"] == "pruned"] == [2]
-    assert first.series("loss").steps.tolist() == [1, 2]
-    assert [e for e in second.events() if e["kind"] == "pruned"] == []
-    assert second.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]
+def test_quickstart_example(tmp_path, monkeypatch, capsys):
+    """The README's main job, in-process (the imports are already paid for)."""
+    monkeypatch.setenv("TUNETRACK_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(sys, "argv", ["quickstart.py"])
+    runpy.run_path(str(Path(EXAMPLES_DIR) / "quickstart.py"), run_name="__main__")
+    (run,) = list_runs(tmp_path / "store", project="quickstart")
+    out = capsys.readouterr().out
+    assert run.id in out and str(tmp_path / "store") in out
+    assert run.state == "finished"
+    assert run.series("loss").steps.tolist() == list(range(1, 31))
+    assert run.series("eval_loss").steps.tolist() == [
+        10,
+        20,
+        30,
+        30,
+    ]  # the last one: evaluate() after train()

@@ -1,71 +1,205 @@
-"""`tune run` with the tunetrack metric logger chosen on the command line."""
+"""`tune run` with the tunetrack metric logger chosen on the command line; assertions on the stored run."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import inspect
+import math
 import os
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
-import pytest
+from omegaconf import OmegaConf
 
-from helpers import SRC
+from helpers import SRC, wait_until
 from tunetrack.reader import list_runs
 
-LOGGER = "metric_logger._component_=tunetrack.integrations.torchtune.TunetrackLogger"
+COMPONENT = "tunetrack.integrations.torchtune.TunetrackLogger"
+LOGGED = ("loss", "lr", "tokens_per_second_per_gpu", "perf/tokens_per_s")
+TUNE = Path(sys.executable).with_name("tune")
 
 
-def tune_run(recipe, config, root, *overrides):
-    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"}
+def tune_command(recipe: str, config: Path, out: Path, *overrides: str) -> list[str]:
+    return [
+        str(TUNE),
+        "run",
+        recipe,
+        "--config",
+        str(config),
+        f"metric_logger._component_={COMPONENT}",
+        "metric_logger.project=tt",
+        f"output_dir={out}",
+        *overrides,
+    ]
+
+
+def tune_env(config: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TUNETRACK_DIR"}
+    env.update(
+        PYTHONPATH=SRC,
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        HF_HOME=str(config.parent / "hf"),  # the data set cache stays in the test's folder
+    )
+    env.update(extra)
+    return env
+
+
+def tune_run(
+    recipe: str, config: Path, out: Path, *overrides: str, **env: str
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torchtune._cli.tune",
-            "run",
-            recipe,
-            "--config",
-            str(config),
-            LOGGER,
-            "metric_logger.project=tt",
-            f"metric_logger.dir={root}",
-            *overrides,
-        ],
-        env=env,
+        tune_command(recipe, config, out, *overrides),
+        env=tune_env(config, **env),
+        cwd=out.parent,
         capture_output=True,
         text=True,
         timeout=600,
     )
 
 
-@pytest.mark.parametrize(
-    "recipe, config",
-    [("full_finetune_single_device", "tiny_full"), ("lora_finetune_single_device", "tiny_lora")],
-)
-def test_recipe_is_recorded(tiny, root, recipe, config):
-    proc = tune_run(recipe, tiny[config], root, f"metric_logger.name={config}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    (run,) = list_runs(root, project="tt")
-    assert run.name == config and run.state == "finished"
-    assert run.series("loss").steps.tolist() == list(range(1, 9))
-    assert set(run.keys()) >= {"loss", "lr", "tokens_per_second_per_gpu", "perf/tokens_per_s"}
-    assert run.config["model"]["embed_dim"] == 64
-    assert run.config["output_dir"] == str(
-        tiny[config].parent / ("out_full" if "full" in config else "out_lora")
+def assert_recorded(run, out: Path, steps: int = 8) -> None:
+    """What every successful recipe stores: rows, the resolved config, the YAML text, the end."""
+    assert run.project == "tt"
+    assert run.state == "finished" and run.error is None and run.ended is not None
+    for key in LOGGED:
+        assert run.series(key).steps.tolist() == list(range(1, steps + 1)), key
+    loss = run.series("loss").values.astype(float)
+    assert all(math.isfinite(v) and v > 0 for v in loss)
+    assert all(v > 0 for v in run.series("tokens_per_second_per_gpu").values.astype(float))
+    assert (  # one device: the total rate is the per-device rate
+        run.series("perf/tokens_per_s").values.tolist()
+        == run.series("tokens_per_second_per_gpu").values.tolist()
     )
-    assert run.config["checkpointer"]["output_dir"] == run.config["output_dir"]  # interpolation resolved
-    assert "${output_dir}" in run.config["_yaml"]  # and the original text kept
+    config = run.config
+    assert config["model"]["embed_dim"] == 64
+    assert config["output_dir"] == str(out)  # the command-line override...
+    assert config["checkpointer"]["output_dir"] == str(out)  # ...resolved into the interpolations
+    assert config["metric_logger"]["_component_"] == COMPONENT
+    assert config["metric_logger"]["log_dir"] == f"{out}/logs"
+    (yaml,) = run.texts("torchtune_config.yaml")
+    assert yaml["step"] == 0
+    text = yaml["rows"][0]["text"]
+    assert "${output_dir}" in text  # the YAML as the recipe received it: interpolations intact
+    original = OmegaConf.create(text)
+    assert original.model.embed_dim == 64 and original.output_dir == str(out)
+    assert run.meta["processes"][0]["versions"]["torchtune"] == "0.6.1"
 
 
-def test_a_failing_recipe_ends_failed(tiny, root):
+def test_logger_fits_the_protocol_without_importing_torchtune():
+    """Same method names and parameters as torchtune's Protocol (read from its source, not imported)."""
+    code = """
+import sys
+from tunetrack.integrations.torchtune import TunetrackLogger
+loaded = {"torch", "torchtune", "omegaconf", "numpy"} & set(sys.modules)
+assert not loaded, loaded
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    from tunetrack.integrations.torchtune import TunetrackLogger
+
+    (package,) = importlib.util.find_spec("torchtune").submodule_search_locations
+    tree = ast.parse((Path(package) / "training" / "metric_logging.py").read_text())
+    (protocol,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MetricLoggerInterface"]
+    methods = {f.name: [a.arg for a in f.args.args] for f in protocol.body if isinstance(f, ast.FunctionDef)}
+    assert set(methods) == {"log", "log_dict", "log_config", "close"}
+    for method, parameters in methods.items():
+        assert list(inspect.signature(getattr(TunetrackLogger, method)).parameters) == parameters, method
+
+
+def test_full_finetune(tiny, root, tmp_path):
+    out = tmp_path / "out"
+    elsewhere = tmp_path / "elsewhere"
     proc = tune_run(
         "full_finetune_single_device",
         tiny["tiny_full"],
-        root,
-        "metric_logger.name=broken",
-        "max_steps_per_epoch=3",
-        "optimizer.lr=-1",
+        out,
+        f"metric_logger.dir={root}",
+        "metric_logger.name=full",
+        "metric_logger.tags=tiny,full",
+        "metric_logger.api_key=sekrit",  # left over from CometLogger: warned about, and redacted
+        TUNETRACK_DIR=str(elsewhere),  # metric_logger.dir wins
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "TunetrackLogger ignored unknown arguments: ['api_key']" in proc.stderr
+    (run,) = list_runs(root)
+    assert run.name == "full" and run.tags == ["tiny", "full"]
+    assert_recorded(run, out)
+    assert run.config["metric_logger"]["api_key"] == "***REDACTED***"
+    assert "sekrit" not in run.texts("torchtune_config.yaml")[0]["rows"][0]["text"]
+    assert run.series("lr").values.tolist() == [1e-3] * 8
+    assert not elsewhere.exists() and not (out / "logs").exists()
+
+
+def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
+    """No `dir`, no $TUNETRACK_DIR: the run is stored under the config's `log_dir` (`${output_dir}/logs`)."""
+    out = tmp_path / "out"
+    proc = tune_run("lora_finetune_single_device", tiny["tiny_lora"], out, "metric_logger.tags=[tiny,lora]")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = list_runs(out / "logs")
+    assert run.name.startswith("tt-") and run.tags == ["tiny", "lora"]
+    assert_recorded(run, out)
+    assert run.config["model"]["lora_rank"] == 4
+    lr = run.series("lr").values.tolist()
+    assert lr[0] < lr[1] <= 1e-3  # the warm-up schedule, step by step
+    assert (out / "epoch_0" / "adapter_model.safetensors").exists()
+
+
+def test_failure_mid_training_ends_failed(tiny, broken_data, root, tmp_path):
+    out = tmp_path / "out"
+    proc = tune_run(
+        "full_finetune_single_device",
+        tiny["tiny_full"],
+        out,
+        f"dataset.data_files={broken_data}",
+        "shuffle=False",
+        TUNETRACK_DIR=str(root),
     )
     assert proc.returncode != 0
-    (run,) = list_runs(root, project="tt")
-    assert run.state == "failed", proc.stderr[-2000:]
-    assert "Invalid learning rate" in run.error
+    (run,) = list_runs(root)
+    assert run.state == "failed", proc.stderr[-3000:]
+    assert run.series("loss").steps.tolist() == [1, 2, 3]  # what was trained before the fault is kept
+    assert "Traceback" in run.error and "content must be of type" in run.error
+    assert run.ended is not None
+    assert run.config["dataset"]["data_files"] == str(broken_data)
+    assert not (out / "logs").exists()  # $TUNETRACK_DIR wins over log_dir
+
+
+def test_sigkill_reads_crashed(tiny, root, tmp_path):
+    """A recipe killed with SIGKILL runs no Python at all: the run reads `crashed`, not `running`."""
+    out = tmp_path / "out"
+    out.mkdir()
+    with (tmp_path / "tune.log").open("w") as log:
+        proc = subprocess.Popen(
+            tune_command(
+                "full_finetune_single_device",
+                tiny["tiny_full"],
+                out,
+                f"metric_logger.dir={root}",
+                "epochs=50",
+            ),
+            env=tune_env(tiny["tiny_full"]),
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+
+            def logged_three() -> bool:
+                runs = list_runs(root) if root.exists() else []
+                return bool(runs) and len(runs[0].series("loss")) >= 3
+
+            wait_until(logged_three, timeout=240, interval=0.5)
+            assert list_runs(root)[0].state == "running"
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=60)
+    (run,) = list_runs(root)
+    assert run.state == "crashed"
+    assert run.error is None and len(run.series("loss")) >= 3

@@ -1,22 +1,30 @@
 """One nox session per environment: the frameworks' pins conflict, so each gets its own venv.
 
-Every session that needs torch installs ``torch==2.13.0`` first, on its own: pip then takes the
-local CPU wheel, and later requirements that admit 2.13.0 install nothing more. (A looser torch
+Run everything with ``bash scripts/test`` (what CI runs); one session with ``bash scripts/test -s hf``;
+pass pytest arguments after ``--`` (``bash scripts/test -s tests -- -k rewind``). Sessions build fresh
+venvs by default (as CI does); ``-R`` reuses them and skips the installs when iterating locally.
+
+Every session that needs torch installs ``torch==2.13.0`` first, in a call of its own: pip then takes
+the local CPU wheel, and later requirements that admit 2.13.0 install nothing more. (A looser torch
 would download a multi-GB CUDA build.)
 
-The default list holds only sessions whose test folder has tests, so no session can pass by
-collecting nothing (pytest's exit code 5 fails a session).
+The default list holds only sessions whose test folder has tests (and ``bench`` only once its
+script exists). A session whose pytest collects nothing fails, as pytest exits 5 and nox accepts
+only 0: no session can pass by testing nothing.
 """
 
 from __future__ import annotations
 
+import os
+import tomllib
 from pathlib import Path
 
 import nox
 
 ROOT = Path(__file__).parent
 TORCH = "torch==2.13.0"
-ENV = {
+#: set in every session; ``None`` removes a variable inherited from the caller's shell
+ENV: dict[str, str | None] = {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
@@ -24,72 +32,85 @@ ENV = {
     "WANDB_SILENT": "true",
     "TOKENIZERS_PARALLELISM": "false",
     "PYTHONHASHSEED": "0",
-    "TUNETRACK_SYSTEM_INTERVAL": "10",
+    "TUNETRACK_SYSTEM": None,
 }
-nox.options.reuse_existing_virtualenvs = False
-nox.options.error_on_missing_interpreters = True
+nox.options.reuse_existing_virtualenvs = False  # CI: always fresh; `-R` on the command line overrides
+nox.options.error_on_missing_interpreters = True  # a missing python 3.11 fails instead of skipping
 
 #: framework environments: session name -> (test folder, requirements installed after torch)
 FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
+    # the modern Hugging Face stack: Transformers Trainer, TRL (SFT/DPO/GRPO), Accelerate, Optuna trials
     "hf": (
         "tests/e2e/hf",
         ["transformers==5.23.*", "accelerate==1.15.*", "trl==1.16.*", "peft", "datasets", "optuna", "pillow"],
     ),
+    # the oldest Accelerate we support (no tracker registry: instances only)
     "acc110": ("tests/e2e/acc110", ["accelerate==1.10.*", "pillow"]),
+    # torchtune 0.6.1 breaks with torchao >= 0.16
     "torchtune": (
         "tests/e2e/torchtune",
         ["torchtune==0.6.1", "torchao==0.15.0", "transformers", "sentencepiece"],
     ),
+    # DDPO/AlignProp exist only up to TRL 0.23.1; they log through Accelerate
     "ddpo": ("tests/e2e/ddpo", ["trl==0.23.1", "diffusers", "transformers", "accelerate", "peft", "pillow"]),
 }
 
 
 def _has_tests(folder: str) -> bool:
-    return any((ROOT / folder).glob("test_*.py"))
+    return any((ROOT / folder).rglob("test_*.py"))
+
+
+def _core_requirements() -> list[str]:
+    """tunetrack's own dependencies, from pyproject.toml (for venvs that install it with --no-deps)."""
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+
+
+def _env(session: nox.Session) -> None:
+    """A hermetic environment: offline hubs, fixed hash seed, no tunetrack settings from the caller."""
+    session.env.update(ENV)
+    for key in os.environ:
+        if key.startswith("TUNETRACK_"):
+            session.env[key] = None
 
 
 def _install_core(session: nox.Session, *extra: str) -> None:
-    session.install(TORCH)
+    session.install(TORCH)  # first and alone: the local CPU wheel
     session.install("-e", ".[test]", *extra)
+
+
+def _pytest(session: nox.Session, name: str, *args: str) -> None:
+    """pytest with a JUnit report in test-artifacts/; exit code 5 (nothing collected) fails the session."""
+    session.run("pytest", *args, f"--junitxml=test-artifacts/{name}.xml", *session.posargs)
 
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy."""
+    _env(session)
     session.install("-e", ".", "ruff", "mypy", "types-psutil")
-    session.run("ruff", "check", "src", "tests", "benchmarks", "examples", "noxfile.py")
-    session.run("ruff", "format", "--check", "src", "tests", "benchmarks", "examples", "noxfile.py")
+    paths = ["src", "tests", "benchmarks", "examples", "noxfile.py"]
+    session.run("ruff", "check", *paths)
+    session.run("ruff", "format", "--check", *paths)
     session.run("mypy", "src/tunetrack")
 
 
 @nox.session(python="3.11")
 def tests(session: nox.Session) -> None:
-    """The core: tracker, writer, store, reader, config, system metrics, CLI (no training framework)."""
-    _install_core(session, "transformers", "peft")
-    session.run(
-        "pytest",
-        "tests",
-        "-m",
-        "not e2e",
-        "--ignore=tests/e2e",
-        "--ignore=tests/ui",
-        "--junitxml=test-artifacts/tests.xml",
-        *session.posargs,
-        env=ENV,
-    )
+    """The core: tracker, writer, store, reader, config, system metrics, CLI, packaging (no training)."""
+    _env(session)
+    # transformers and peft: config capture of their config classes; hatchling: the wheel-build test
+    _install_core(session, "numpy", "transformers", "peft", "hatchling")
+    _pytest(session, "tests", "tests", "-m", "not e2e", "--ignore=tests/e2e", "--ignore=tests/ui")
 
 
 def _framework_session(name: str, folder: str, requirements: list[str]) -> None:
     @nox.session(name=name, python="3.11")
     def run(session: nox.Session) -> None:
+        _env(session)
         _install_core(session, *requirements)
-        session.run(
-            "pytest", folder, "-m", "e2e", f"--junitxml=test-artifacts/{name}.xml", *session.posargs, env=ENV
-        )
+        _pytest(session, name, folder, "-m", "e2e")
 
-    run.__doc__ = (
-        f"End-to-end tests with real training in the {name} environment ({', '.join(requirements)})."
-    )
+    run.__doc__ = f"End-to-end tests with real training: {', '.join(requirements)}."
 
 
 for _name, (_folder, _reqs) in FRAMEWORKS.items():
@@ -99,36 +120,22 @@ for _name, (_folder, _reqs) in FRAMEWORKS.items():
 @nox.session(python="3.11")
 def llamafactory(session: nox.Session) -> None:
     """LLaMA Factory 0.9.5 in its own venv (its pins conflict with everything else)."""
+    _env(session)
     session.install(TORCH)
     session.install("llamafactory==0.9.5", TORCH, "torchvision==0.28.0")
-    # torchvision/torchaudio from PyPI link CUDA libraries and break CPU torch; LLaMA Factory runs without them.
+    # torchvision/torchaudio from PyPI link CUDA libraries and break CPU torch; LLaMA Factory runs
+    # without them (the tests stub torchaudio, which it imports at the top of mm_plugin.py).
     session.run("pip", "uninstall", "-y", "torchvision", "torchaudio")
-    session.install("-e", ".[test]", "--no-deps")
-    session.install(
-        "msgpack",
-        "click",
-        "rich",
-        "plotext",
-        "psutil",
-        "nvidia-ml-py",
-        "pytest",
-        "pytest-timeout",
-        "hypothesis",
-    )
-    session.run(
-        "pytest",
-        "tests/e2e/llamafactory",
-        "-m",
-        "e2e",
-        "--junitxml=test-artifacts/llamafactory.xml",
-        *session.posargs,
-        env=ENV,
-    )
+    # --no-deps: leave LLaMA Factory's resolved pins alone
+    session.install("-e", ".", "--no-deps")
+    session.install(*_core_requirements(), "pytest", "pytest-timeout", "hypothesis")
+    _pytest(session, "llamafactory", "tests/e2e/llamafactory", "-m", "e2e")
 
 
 @nox.session(python="3.11")
 def ui(session: nox.Session) -> None:
     """The dashboard: API tests, and browser tests in Debian's Chromium driven by Playwright."""
+    _env(session)
     if not Path("/usr/bin/chromium").exists():  # installed by the session itself; never `playwright install`
         session.run("apt-get", "update", "-q", external=True)
         session.run(
@@ -141,19 +148,21 @@ def ui(session: nox.Session) -> None:
             env={"DEBIAN_FRONTEND": "noninteractive"},
         )
     session.install("-e", ".[test,ui]", "playwright", "httpx")  # no torch: the dashboard never needs it
-    session.run("pytest", "tests/ui", "--junitxml=test-artifacts/ui.xml", *session.posargs, env=ENV)
+    _pytest(session, "ui", "tests/ui")
 
 
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
-    """The docs build strictly (broken links and missing pages fail)."""
+    """The docs build strictly (broken links, missing pages and pages left out of the nav fail)."""
+    _env(session)
     session.install("mkdocs>=1.6")
     session.run("mkdocs", "build", "--strict", "--site-dir", "site")
 
 
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """tunetrack against the real peer trackers, side by side in one run."""
+    """tunetrack against the real peer trackers, side by side in one run (quick mode unless args given)."""
+    _env(session)
     session.install(TORCH)
     session.install(
         "-e",
@@ -163,20 +172,27 @@ def bench(session: nox.Session) -> None:
         "tensorboard",
         "swanlab",
         "mlflow",
-        "transformers",
+        "transformers",  # the Trainer-overhead benchmark
         "accelerate",
         "datasets",
     )
-    session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]), env=ENV)
-    session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]), env=ENV)
+    session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]))
+    if (ROOT / "benchmarks" / "system_overhead.py").exists():
+        session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]))
 
 
-nox.options.sessions = [
-    "lint",
-    "tests",
-    *[name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)],
-    *(["llamafactory"] if _has_tests("tests/e2e/llamafactory") else []),
-    *(["ui"] if _has_tests("tests/ui") else []),
-    "docs",
-    *(["bench"] if (ROOT / "benchmarks" / "run_all.py").exists() else []),
-]
+def _default_sessions() -> list[str]:
+    """Sessions with something to run right now, in a fixed order (cheap ones first)."""
+    sessions = ["lint", "tests"]
+    sessions += [name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)]
+    if _has_tests("tests/e2e/llamafactory"):
+        sessions.append("llamafactory")
+    if _has_tests("tests/ui"):
+        sessions.append("ui")
+    sessions.append("docs")
+    if (ROOT / "benchmarks" / "run_all.py").exists():
+        sessions.append("bench")
+    return sessions
+
+
+nox.options.sessions = _default_sessions()

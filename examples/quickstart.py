@@ -9,10 +9,12 @@ look at it with `tunetrack ls` and `tunetrack show <id>`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
 
+os.environ["HF_HUB_OFFLINE"] = "1"  # everything is built locally: never reach for the hub
 sys.path.insert(0, str(Path(__file__).parent))
 from _tiny import build_dataset, build_model, build_tokenizer  # noqa: E402
 

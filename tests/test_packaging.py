@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import email.parser
 import importlib.metadata
+import importlib.util
 import json
-import tomllib
+import re
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
+
+import pytest
 
 from helpers import run_script
 
+ROOT = Path(__file__).resolve().parents[1]
+
+#: never imported by `import tunetrack` or by starting a run
 HEAVY = [
     "torch",
     "transformers",
@@ -23,6 +33,9 @@ HEAVY = [
     "llamafactory",
     "deepspeed",
 ]
+
+#: the wheel's unconditional requirements: the tracker, the store, the read API and the CLI
+CORE = {"click", "msgpack", "numpy", "nvidia-ml-py", "plotext", "psutil", "rich"}
 
 
 def test_import_pulls_in_no_framework():
@@ -50,13 +63,57 @@ def test_starting_a_run_pulls_in_no_framework(tmp_path):
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
-def test_console_script_is_declared():
-    scripts = {ep.name: ep.value for ep in importlib.metadata.entry_points(group="console_scripts")}
-    assert scripts.get("tunetrack") == "tunetrack.cli:main"
+def test_console_script_is_installed():
+    scripts = {ep.name: ep for ep in importlib.metadata.entry_points(group="console_scripts")}
+    assert "tunetrack" in scripts, "the tunetrack console script is not installed"
+    assert scripts["tunetrack"].value == "tunetrack.cli:main"
+    assert callable(scripts["tunetrack"].load())
 
 
-def test_core_dependencies_are_only_what_the_core_needs():
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
-    names = sorted(d.split(">")[0].split("=")[0].split("<")[0] for d in project["dependencies"])
-    assert names == ["click", "msgpack", "numpy", "nvidia-ml-py", "plotext", "psutil", "rich"]
-    assert not any(fw in " ".join(project["dependencies"]) for fw in ("torch", "transformers", "accelerate"))
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The real wheel, built from this checkout as `pip install .` would build it."""
+    out = tmp_path_factory.mktemp("wheel")
+    # The tests session installs hatchling; elsewhere pip fetches it into an isolated build env.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-w", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (built,) = out.glob("tunetrack-*.whl")
+    return built
+
+
+def _metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as zf:
+        (name,) = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        return email.parser.Parser().parsestr(zf.read(name).decode())
+
+
+def test_wheel_requires_only_the_core(wheel):
+    meta = _metadata(wheel)
+    requires = meta.get_all("Requires-Dist") or []
+    unconditional = {
+        re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0].lower() for r in requires if "extra ==" not in r
+    }
+    assert unconditional == CORE
+    assert meta["Requires-Python"] == ">=3.11"
+    # every framework is an extra, never a requirement
+    for framework in ("torch", "transformers", "accelerate", "trl", "torchtune", "pandas", "omegaconf"):
+        assert framework not in unconditional
+
+
+def test_wheel_ships_the_package_and_nothing_else(wheel):
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+    assert "tunetrack/__init__.py" in names
+    assert "tunetrack/cli/__init__.py" in names
+    assert any(n.startswith("tunetrack/ui/static/") for n in names)  # the dashboard's assets
+    top = {n.split("/")[0] for n in names}
+    assert {t for t in top if not t.endswith(".dist-info")} == {"tunetrack"}  # no tests, benchmarks, examples
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    with zipfile.ZipFile(wheel) as zf:
+        assert "tunetrack = tunetrack.cli:main" in zf.read(entry_points).decode()

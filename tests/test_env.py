@@ -15,7 +15,16 @@ from hypothesis import strategies as st
 
 from helpers import run_script
 from tunetrack import env as tenv
-from tunetrack.env import RankInfo, git_info, job_id, rank_info, run_metadata, strip_credentials
+from tunetrack.config import REDACTED
+from tunetrack.env import (
+    RankInfo,
+    git_info,
+    job_id,
+    rank_info,
+    redact_argv,
+    run_metadata,
+    strip_credentials,
+)
 
 LAUNCH_VARS = [
     "RANK",
@@ -386,6 +395,42 @@ def test_no_repository_no_git_and_a_hung_git(tmp_path, monkeypatch):
 )
 def test_strip_credentials(url, expected):
     assert strip_credentials(url) == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["train.py", "--hub_token", "hf_abc", "--lr", "3e-4"],
+            ["train.py", "--hub_token", REDACTED, "--lr", "3e-4"],
+        ),
+        (["train.py", "--hub-token=hf_abc"], ["train.py", f"--hub-token={REDACTED}"]),
+        (
+            ["train.py", "--wandb_api_key", "k", "--api_key=k2"],
+            ["train.py", "--wandb_api_key", REDACTED, f"--api_key={REDACTED}"],
+        ),
+        (["env", "HF_TOKEN=hf_abc", "python", "x.py"], ["env", f"HF_TOKEN={REDACTED}", "python", "x.py"]),
+        (
+            ["x.py", "--max_new_tokens", "64", "--pad_token=<pad>"],
+            ["x.py", "--max_new_tokens", "64", "--pad_token=<pad>"],
+        ),
+        (
+            ["x.py", "--push_to_hub_token"],
+            ["x.py", "--push_to_hub_token"],
+        ),  # no value follows: nothing to hide
+        (["x.py", "--data=https://u:pw@host/d.json"], ["x.py", "--data=https://host/d.json"]),
+        (["x.py", "--hub_token="], ["x.py", "--hub_token="]),
+    ],
+)
+def test_redact_argv(argv, expected):
+    assert redact_argv(argv) == expected
+
+
+def test_run_metadata_redacts_the_command_line(repo, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", "--hub_token", "hf_secret", "--output_dir", "out"])
+    meta = run_metadata()
+    assert meta["argv"] == ["train.py", "--hub_token", REDACTED, "--output_dir", "out"]
+    assert "hf_secret" not in repr(meta)
 
 
 # -- run_metadata ------------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
+
+from .config import REDACTED, is_secret_key
 
 #: Packages whose installed version is recorded (read from their metadata, never imported).
 PACKAGES = (
@@ -187,6 +189,26 @@ def strip_credentials(url: str) -> str:
     return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}"
 
 
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """The command line fit to store in a shareable run folder: values of secret options and of
+    ``NAME=value`` assignments redacted (``--hub_token hf_x``, ``--hub-token=hf_x``, ``HF_TOKEN=hf_x``),
+    credentials stripped from URLs. Training commands often carry tokens."""
+    out: list[str] = []
+    secret_next = False
+    for arg in map(str, argv):
+        name, eq, value = arg.partition("=")
+        if secret_next:
+            out.append(REDACTED)
+            secret_next = False
+        elif eq and value and is_secret_key(name.lstrip("-")):
+            out.append(f"{name}={REDACTED}")
+        else:
+            # an option without its value ("--hub_token hf_x"): the next argument is the secret
+            secret_next = arg.startswith("-") and not eq and is_secret_key(arg.lstrip("-"))
+            out.append(strip_credentials(arg))
+    return out
+
+
 _STATUS = ("status", "--porcelain=v2", "--branch", "--untracked-files=no")
 _REMOTES = ("config", "--get-regexp", r"^remote\..*\.url$")
 
@@ -300,7 +322,7 @@ def run_metadata() -> dict[str, Any]:
         "host": _try(socket.gethostname, "unknown"),
         "pid": os.getpid(),
         "user": _try(getpass.getuser),  # KeyError/OSError for a uid without a passwd entry
-        "argv": list(getattr(sys, "argv", None) or []),
+        "argv": _try(lambda: redact_argv(getattr(sys, "argv", None) or []), []),
         "cwd": cwd,
         "python": platform.python_version(),
         "platform": _try(_platform) or _try(platform.platform),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import pytest
+
 from tunetrack import Tracker
 from tunetrack.health import HealthConfig
 from tunetrack.reader import open_run
@@ -61,3 +63,20 @@ def test_a_steady_decline_raises_nothing(root):
         t.log({"loss": 5.0 * math.exp(-step / 100) + 0.01 * math.sin(step), "grad_norm": 1.0}, step=step)
     t.finish()
     assert _health(open_run(t.id, dir=root)) == []
+
+
+@pytest.mark.filterwarnings("ignore:tunetrack. training health")
+def test_spikes_are_found_in_large_blocks_and_across_writes(root):
+    """Past the first window the baseline is recomputed per chunk of values: spikes anywhere in a
+    4,000-row block, and right after a write boundary, are each found once, with no false alarm."""
+    spikes = {120, 555, 2001, 3999}
+    t = Tracker(dir=root, system=False).start()
+    for step in range(1, 4001):
+        loss = 50.0 if step in spikes else 2.0 + 0.05 * math.sin(step * 0.7)
+        t.log({"loss": loss, "grad_norm": 1.0 + 0.01 * math.cos(step)}, step=step)
+        if step == 2000:
+            assert t.flush()  # the next row starts a new block; its history comes from the last one
+    t.finish()
+    run = open_run(t.id, dir=root)
+    assert _health(run) == [(s, "loss_spike") for s in sorted(spikes)]
+    assert all(abs(e["baseline"] - 2.0) < 0.06 for e in run.events() if e["kind"] == "health")

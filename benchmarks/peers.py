@@ -1,179 +1,287 @@
-"""Each tracker behind the same three calls (``log``, ``finish``, ``read``), used as its users use it.
+"""Every library behind the same small interface, each used the way its users use it.
 
-Every adapter writes into its own temporary folder, offline, with the library's default settings
-otherwise. ``read`` uses the library's own read API where it has one (W&B offline has none).
+A *writer* is built in a fresh process inside a fresh temporary folder (``tmp``), offline, with the
+library's default settings otherwise:
+
+- ``writer.log`` is the callable the benchmark loop calls as ``log(metrics, step)``; where the
+  library's own function has that shape it *is* the library's function (no wrapper in the timing);
+- ``writer.finish()`` ends the run and returns when the library says the data is written;
+- ``writer.handle()`` is what a reader needs to find the run again (JSON-safe).
+
+A *reader* (``READERS[name]``) is built in another fresh process on the same folder: ``prepare()``
+imports the library's read API (not timed), ``read(key)`` returns one metric's full series through
+that API (timed by the caller). Libraries without a local read API have no reader.
+
+The environment variables that keep every library offline and inside ``tmp`` are set by
+``run_all.py`` (``library_env``) before the process starts, so they apply to imports too.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+PROJECT = "bench"
+RUN_NAME = "bench-run"
 
-class Floor:
-    """The reference: a pure-Python ``queue.Queue`` + thread JSONL writer, flushing every second."""
+
+# -- writers --------------------------------------------------------------------------------------
+class Null:
+    """No tracker: ``log`` does nothing. Its row shows what the benchmark loop itself costs."""
 
     def __init__(self, tmp: Path) -> None:
-        self.path = tmp / "floor.jsonl"
-        self.q: queue.Queue = queue.Queue()
-        self.f = open(self.path, "w")  # noqa: SIM115 - closed in finish()
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.q.put((step, time.time(), dict(metrics)))
-
-    def _run(self) -> None:
-        last = time.monotonic()
-        while (item := self.q.get()) is not None:
-            self.f.write(json.dumps({"step": item[0], "time": item[1], **item[2]}) + "\n")
-            if time.monotonic() - last >= 1.0:
-                self.f.flush()
-                last = time.monotonic()
-        self.f.flush()
-        os.fsync(self.f.fileno())
+        self.log: Callable[[Any, int], None] = lambda metrics, step: None
 
     def finish(self) -> None:
-        self.q.put(None)
-        self.t.join()
-        self.f.close()
+        pass
 
-    def read(self, key: str) -> list[float]:
-        with open(self.path) as f:
-            return [row[key] for line in f if key in (row := json.loads(line))]
+    def handle(self) -> dict[str, Any]:
+        return {}
+
+
+class Floor:
+    def __init__(self, tmp: Path) -> None:
+        from floor import FloorLogger
+
+        self.path = tmp / "floor.jsonl"
+        self.logger = FloorLogger(self.path)
+        self.log = self.logger.log
+
+    def finish(self) -> None:
+        self.logger.finish()
+
+    def handle(self) -> dict[str, Any]:
+        return {"path": str(self.path)}
 
 
 class Tunetrack:
     def __init__(self, tmp: Path) -> None:
-        from tunetrack import Tracker, open_run
+        from tunetrack import Tracker
 
-        self.open_run = open_run  # imported before timing, like the other libraries' readers
-        self.root = tmp / "runs"
-        self.t = Tracker(project="bench", dir=self.root).start()
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.t.log(metrics, step=step)
+        self.root = tmp / "tunetrack"
+        self.tracker = Tracker(project=PROJECT, name=RUN_NAME, dir=self.root).start()
+        self.log = self.tracker.log
 
     def finish(self) -> None:
-        self.t.finish()
+        self.tracker.finish()
 
-    def read(self, key: str) -> Any:
-        return self.open_run(self.t.id, dir=self.root).series(key).values
+    def handle(self) -> dict[str, Any]:
+        return {"id": self.tracker.id, "dir": str(self.root)}
 
 
 class Trackio:
+    """Local SQLite store (``TRACKIO_DIR``), no Space."""
+
     def __init__(self, tmp: Path) -> None:
-        os.environ["TRACKIO_DIR"] = str(tmp / "trackio")
         import trackio
-        from trackio.sqlite_storage import SQLiteStorage
 
-        self.trackio, self.storage = trackio, SQLiteStorage
-        self.run = trackio.init(project="bench", name="run")
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.trackio.log(metrics, step=step)
+        self.trackio = trackio
+        trackio.init(project=PROJECT, name=RUN_NAME)
+        self.log = trackio.log
 
     def finish(self) -> None:
         self.trackio.finish()
 
-    def read(self, key: str) -> Any:
-        return [row[key] for row in self.storage.get_logs(project="bench", run="run") if key in row]
+    def handle(self) -> dict[str, Any]:
+        return {"project": PROJECT, "run": RUN_NAME}
 
 
 class Wandb:
+    """``mode="offline"``: the run is written to a local ``.wandb`` file by the wandb-core service."""
+
     def __init__(self, tmp: Path) -> None:
-        os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=str(tmp))
         import wandb
 
-        self.wandb = wandb
-        self.run = wandb.init(project="bench", dir=str(tmp), mode="offline")
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.run.log(metrics, step=step)
+        self.run = wandb.init(project=PROJECT, name=RUN_NAME, dir=str(tmp), mode="offline")
+        self.log = self.run.log
 
     def finish(self) -> None:
         self.run.finish()
 
-    read = None  # offline runs have no local read API
+    def handle(self) -> dict[str, Any]:
+        return {"id": self.run.id}
 
 
 class SwanLab:
+    """``mode="offline"``: the maintained local store (a ``.swanlab`` record log, synced later with
+    ``swanlab sync``). ``mode="local"`` needs the deprecated ``swanboard`` dashboard package."""
+
     def __init__(self, tmp: Path) -> None:
         import swanlab
 
         self.swanlab = swanlab
-        self.run = swanlab.init(project="bench", mode="local", logdir=str(tmp / "swanlog"))
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.swanlab.log(metrics, step=step)
+        swanlab.init(project=PROJECT, name=RUN_NAME, mode="offline", log_dir=str(tmp / "swanlog"))
+        self.log = swanlab.log
 
     def finish(self) -> None:
         self.swanlab.finish()
 
-    read = None  # the local store is read by its dashboard, not a Python API
+    def handle(self) -> dict[str, Any]:
+        return {}
 
 
 class TensorBoard:
-    """``SummaryWriter.add_scalar`` per metric: how training scripts use it."""
+    """``torch.utils.tensorboard.SummaryWriter`` with one ``add_scalar`` per metric, as training
+    scripts (and the Transformers/Accelerate TensorBoard integrations) use it; default
+    ``max_queue=10``, ``flush_secs=120``."""
 
     def __init__(self, tmp: Path) -> None:
-        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
         from torch.utils.tensorboard import SummaryWriter
 
-        self.accumulator = EventAccumulator
         self.dir = tmp / "tb"
-        self.w = SummaryWriter(str(self.dir))
+        self.writer = SummaryWriter(str(self.dir))
+        add_scalar = self.writer.add_scalar
 
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        for key, value in metrics.items():
-            self.w.add_scalar(key, value, step)
+        def log(metrics: dict[str, float], step: int) -> None:
+            for key, value in metrics.items():
+                add_scalar(key, value, step)
+
+        self.log = log
 
     def finish(self) -> None:
-        self.w.close()
+        self.writer.close()
 
-    def read(self, key: str) -> Any:
-        acc = self.accumulator(str(self.dir), size_guidance={"scalars": 0})
-        acc.Reload()
-        return [e.value for e in acc.Scalars(key)]
+    def handle(self) -> dict[str, Any]:
+        return {"dir": str(self.dir)}
 
 
 class MLflow:
+    """``mlflow.log_metrics(metrics, step=...)`` into a SQLite tracking store (``MLFLOW_TRACKING_URI``,
+    the default backend since MLflow 3.7), synchronous as by default."""
+
     def __init__(self, tmp: Path) -> None:
         import mlflow
+
+        self.mlflow = mlflow
+        mlflow.set_experiment(PROJECT)
+        self.run = mlflow.start_run(run_name=RUN_NAME)
+        self.log = mlflow.log_metrics
+
+    def bulk(self, rows: Sequence[Sequence[float]], keys: Sequence[str]) -> float:
+        """Only to fill the read benchmark's run quickly: the same rows through ``log_batch``
+        (1,000 metrics per request, MLflow's limit). Returns the seconds it took."""
+        import time
+
+        from mlflow.entities import Metric
         from mlflow.tracking import MlflowClient
 
-        self.mlflow, self.client = mlflow, MlflowClient
-        mlflow.set_tracking_uri(f"sqlite:///{tmp / 'mlflow.db'}")
-        mlflow.set_experiment("bench")
-        self.run = mlflow.start_run()
-
-    def log(self, metrics: dict[str, float], step: int) -> None:
-        self.mlflow.log_metrics(metrics, step=step)
-
-    def bulk(self, key: str, values: list[float]) -> None:
-        """The read benchmark's data, written with MLflow's batch API (per-call logging of 100k
-        points would take many minutes; how the data was written does not change the read)."""
-        from mlflow.entities import Metric
-
-        now = int(time.time() * 1000)
-        for start in range(0, len(values), 1000):
-            batch = [Metric(key, v, now, start + i) for i, v in enumerate(values[start : start + 1000])]
-            self.client().log_batch(self.run.info.run_id, metrics=batch)
+        client, run_id = MlflowClient(), self.run.info.run_id
+        start = time.perf_counter()
+        batch: list[Metric] = []
+        ms = int(time.time() * 1000)
+        for step, values in enumerate(rows):
+            batch.extend(Metric(k, v, ms + step, step) for k, v in zip(keys, values))
+            if len(batch) >= 1000:
+                client.log_batch(run_id, metrics=batch)
+                batch = []
+        if batch:
+            client.log_batch(run_id, metrics=batch)
+        return time.perf_counter() - start
 
     def finish(self) -> None:
         self.mlflow.end_run()
 
-    def read(self, key: str) -> Any:
-        return [m.value for m in self.client().get_metric_history(self.run.info.run_id, key)]
+    def handle(self) -> dict[str, Any]:
+        return {"run_id": self.run.info.run_id}
 
 
-PEERS: dict[str, Callable[[Path], Any]] = {
+# -- readers --------------------------------------------------------------------------------------
+class FloorReader:
+    """Not a peer: the floor has no read API; this only verifies what reached the disk."""
+
+    timed = False
+
+    def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
+        self.path = handle["path"]
+
+    def prepare(self) -> None:
+        from floor import read_series
+
+        self._read = read_series
+
+    def read(self, key: str) -> Sequence[Any]:
+        return self._read(self.path, key)
+
+
+class TunetrackReader:
+    """``open_run(id, dir).series(key)``: opens the run (merging its files) and decodes one column."""
+
+    timed = True
+
+    def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
+        self.id, self.dir = handle["id"], handle["dir"]
+
+    def prepare(self) -> None:
+        import numpy  # noqa: F401 - the reader's own import, not the read
+
+        from tunetrack import open_run
+
+        self.open_run = open_run
+
+    def read(self, key: str) -> Sequence[Any]:
+        return self.open_run(self.id, dir=self.dir).series(key).values
+
+
+class TrackioReader:
+    """``SQLiteStorage.get_metric_values(project, run, key)``: trackio's one-metric read (what its CLI
+    ``trackio get metric`` and its MCP server use). It parses every row's JSON blob of metrics."""
+
+    timed = True
+
+    def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
+        self.project, self.run = handle["project"], handle["run"]
+
+    def prepare(self) -> None:
+        from trackio.sqlite_storage import SQLiteStorage
+
+        self.storage = SQLiteStorage
+
+    def read(self, key: str) -> Sequence[Any]:
+        rows = self.storage.get_metric_values(self.project, self.run, key)
+        return [row["value"] for row in rows]
+
+
+class TensorBoardReader:
+    """``EventAccumulator(dir, size_guidance={"scalars": 0}).Reload().Scalars(key)``. The default
+    size guidance keeps a 10,000-point reservoir sample per tag; ``0`` keeps every point."""
+
+    timed = True
+
+    def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
+        self.dir = handle["dir"]
+
+    def prepare(self) -> None:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        self.accumulator = EventAccumulator
+
+    def read(self, key: str) -> Sequence[Any]:
+        acc = self.accumulator(self.dir, size_guidance={"scalars": 0})
+        acc.Reload()
+        return [event.value for event in acc.Scalars(key)]
+
+
+class MLflowReader:
+    """``MlflowClient().get_metric_history(run_id, key)`` on the same SQLite tracking store."""
+
+    timed = True
+
+    def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
+        self.run_id = handle["run_id"]
+
+    def prepare(self) -> None:
+        from mlflow.tracking import MlflowClient
+
+        self.client = MlflowClient()
+        self.client.get_run(self.run_id)  # connects and checks the schema: setup, not the read
+
+    def read(self, key: str) -> Sequence[Any]:
+        return [m.value for m in self.client.get_metric_history(self.run_id, key)]
+
+
+WRITERS: dict[str, Callable[[Path], Any]] = {
+    "null": Null,
     "floor": Floor,
     "tunetrack": Tunetrack,
     "trackio": Trackio,
@@ -182,8 +290,30 @@ PEERS: dict[str, Callable[[Path], Any]] = {
     "tensorboard": TensorBoard,
     "mlflow": MLflow,
 }
-#: modules whose absence means "not installed" rather than a failure
-MODULES = {
+READERS: dict[str, Callable[[Path, dict[str, Any]], Any]] = {
+    "floor": FloorReader,
+    "tunetrack": TunetrackReader,
+    "trackio": TrackioReader,
+    "tensorboard": TensorBoardReader,
+    "mlflow": MLflowReader,
+}
+#: why a library has no reader (shown instead of a time)
+NO_READER = {
+    "null": "n/a",
+    "wandb": "n/a (offline runs have no local read API)",
+    "swanlab": "n/a (no local read API; swanlab.Api reads the cloud)",
+}
+#: the modules whose absence means "not installed" rather than a failure
+MODULES: dict[str, tuple[str, ...]] = {
+    "tunetrack": ("tunetrack",),
+    "trackio": ("trackio",),
+    "wandb": ("wandb",),
+    "swanlab": ("swanlab",),
+    "tensorboard": ("torch", "tensorboard"),
+    "mlflow": ("mlflow",),
+}
+#: the distributions whose versions go into the results
+DISTRIBUTIONS = {
     "tunetrack": "tunetrack",
     "trackio": "trackio",
     "wandb": "wandb",

@@ -87,8 +87,9 @@ class HealthMonitor:
             i += 1
         if i < len(values):  # a full window: one baseline per chunk of ``window`` values
             full = np.concatenate([history, values[i:]])
-            windows = np.lib.stride_tricks.sliding_window_view(full, window)[: len(full) - window : window]
-            baseline, threshold = self._thresholds(windows)
+            chunks = -(-(len(values) - i) // window)
+            # chunk k of the new values is full[(k+1)W : (k+2)W]; its baseline window is full[kW : (k+1)W]
+            baseline, threshold = self._thresholds(full[: chunks * window].reshape(chunks, window))
             chunk = np.arange(len(values) - i) // window
             for j in np.flatnonzero(values[i:] > threshold[chunk]):
                 spikes.append((i + int(j), float(baseline[chunk[j]])))
@@ -111,8 +112,9 @@ class HealthMonitor:
         """Per row of ``windows``: the median, and the value above which a new value is a spike."""
         import numpy as np
 
-        median = np.median(windows, axis=1)
-        mad = np.median(np.abs(windows - median[:, None]), axis=1)
+        middle = windows.shape[1] // 2  # np.sort, not np.median: several times faster on short rows
+        median = np.sort(windows, axis=1)[:, middle]
+        mad = np.sort(np.abs(windows - median[:, None]), axis=1)[:, middle]
         deviation = np.maximum(np.maximum(1.4826 * mad, self.config.min_deviation), 1e-3 * np.abs(median))
         return median, median + self.config.spike_factor * deviation
 

@@ -10,6 +10,7 @@ occurrence is an event at its step (``tunetrack show`` lists them).
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,12 +38,13 @@ class HealthConfig:
 
 
 class HealthMonitor:
-    """Checks each written block of rows. Runs on the writer thread, once per block, vectorised: a
-    per-value rolling median would cost the writer tens of microseconds per row at high log rates."""
+    """Checks each written block of rows, on the writer thread. Pure Python (NumPy stays unimported
+    in a process that never reads), and cheap at high log rates: once the window is full the
+    baseline is recomputed once per ``window`` values, not for every value."""
 
     def __init__(self, config: HealthConfig | None = None) -> None:
         self.config = config or HealthConfig()
-        self._history: dict[str, Any] = {}  # key -> the last ``window`` finite values (a NumPy array)
+        self._history: dict[str, list[float]] = {}  # key -> its last ``window`` finite values
         self._keys = {k: "loss" for k in self.config.loss_keys} | {
             k: "grad_norm" for k in self.config.grad_keys
         }
@@ -56,87 +58,62 @@ class HealthMonitor:
                 events.extend(self._check(what, key, *column))
         return events
 
-    def _check(self, what: str, key: str, steps: Any, values: Any) -> list[dict[str, Any]]:
-        """Non-finite values, then spikes. Each value is compared with the ``window`` finite values
-        before it; once the window is full the baseline is recomputed every ``window`` values (a
-        block of N rows costs N/window medians, all in one NumPy call)."""
-        import numpy as np
-
-        bad = ~np.isfinite(values)
-        events = [
-            {
-                "kind": "health",
-                "problem": f"{what}_nonfinite",
-                "key": key,
-                "value": float(values[i]),
-                "step": int(steps[i]),
-            }
-            for i in np.flatnonzero(bad)
-        ]
-        steps, values = steps[~bad], values[~bad]
+    def _check(
+        self, what: str, key: str, steps: Sequence[int], values: Sequence[float]
+    ) -> list[dict[str, Any]]:
+        """Each value is compared with the baseline of the ``window`` finite values before it; values
+        are taken one at a time while the window fills, then a chunk of ``window`` at a time."""
         cfg, window = self.config, self.config.window
-        history = self._history.get(key, np.empty(0))
-        spikes: list[tuple[int, float]] = []  # (index into values, baseline)
+        history = self._history.setdefault(key, [])
+        events: list[dict[str, Any]] = []
         i = 0
-        while len(history) < window and i < len(values):  # warming up: one value at a time
-            if len(history) >= cfg.min_history:
-                baseline, threshold = self._thresholds(history[None, :])
-                if values[i] > threshold[0]:
-                    spikes.append((i, float(baseline[0])))
-            history = np.append(history, values[i])
-            i += 1
-        if i < len(values):  # a full window: one baseline per chunk of ``window`` values
-            full = np.concatenate([history, values[i:]])
-            chunks = -(-(len(values) - i) // window)
-            # chunk k of the new values is full[(k+1)W : (k+2)W]; its baseline window is full[kW : (k+1)W]
-            baseline, threshold = self._thresholds(full[: chunks * window].reshape(chunks, window))
-            chunk = np.arange(len(values) - i) // window
-            for j in np.flatnonzero(values[i:] > threshold[chunk]):
-                spikes.append((i + int(j), float(baseline[chunk[j]])))
-            history = full[-window:]
-        self._history[key] = history
-        events += [
-            {
-                "kind": "health",
-                "problem": f"{what}_spike",
-                "key": key,
-                "value": float(values[j]),
-                "step": int(steps[j]),
-                "baseline": b,
-            }
-            for j, b in spikes
-        ]
-        return sorted(events, key=lambda e: e["step"])
+        while i < len(values):
+            chunk = values[i : i + (1 if len(history) < window else window)]
+            finite = math.isfinite(sum(chunk))  # NaN and ±Inf propagate through the sum
+            baseline, threshold = (
+                self._baseline(history) if len(history) >= cfg.min_history else (0.0, math.inf)
+            )
+            if not finite or max(chunk) > threshold:
+                for j, value in enumerate(chunk, i):
+                    event = {"kind": "health", "key": key, "value": value, "step": steps[j]}
+                    if not math.isfinite(value):
+                        events.append({**event, "problem": f"{what}_nonfinite"})
+                    elif value > threshold:
+                        events.append({**event, "problem": f"{what}_spike", "baseline": baseline})
+            history.extend(chunk if finite else [v for v in chunk if math.isfinite(v)])
+            del history[:-window]
+            i += len(chunk)
+        return events
 
-    def _thresholds(self, windows: Any) -> tuple[Any, Any]:
-        """Per row of ``windows``: the median, and the value above which a new value is a spike."""
-        import numpy as np
-
-        middle = windows.shape[1] // 2  # np.sort, not np.median: several times faster on short rows
-        median = np.sort(windows, axis=1)[:, middle]
-        mad = np.sort(np.abs(windows - median[:, None]), axis=1)[:, middle]
-        deviation = np.maximum(np.maximum(1.4826 * mad, self.config.min_deviation), 1e-3 * np.abs(median))
+    def _baseline(self, history: list[float]) -> tuple[float, float]:
+        """The median of ``history``, and the value above which a new value is a spike."""
+        ordered = sorted(history)
+        median = ordered[len(ordered) // 2]
+        mad = sorted(map(abs, map(median.__rsub__, ordered)))[len(ordered) // 2]  # C-level loops
+        deviation = max(1.4826 * mad, self.config.min_deviation, 1e-3 * abs(median))
         return median, median + self.config.spike_factor * deviation
 
 
-def _column(record: dict[str, Any], key: str) -> tuple[Any, Any] | None:
-    """(steps, float64 values) of one numeric key in an encoded ``r`` record, or None."""
-    import numpy as np
-
-    steps = np.frombuffer(record["s"], dtype=np.int64)
+def _column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Sequence[float]] | None:
+    """(steps, float values) of one numeric key in an encoded ``r`` record, or None."""
+    steps = array("q")
+    steps.frombytes(record["s"])
     matrix_keys = record.get("m") or []
     if key in matrix_keys:
-        matrix = np.frombuffer(record["x"], dtype=np.float64).reshape(-1, len(matrix_keys))
-        return steps, matrix[:, matrix_keys.index(key)]
+        matrix = array("d")
+        matrix.frombytes(record["x"])
+        return steps, matrix[matrix_keys.index(key) :: len(matrix_keys)]
     col = record["c"].get(key)
-    if col is None:
+    if col is None or col[0] not in ("f", "i", "o"):  # absent, or booleans
         return None
     kind, data, idx = col
     if idx is not None:
-        steps = steps[np.frombuffer(idx, dtype=np.uint32)]
-    if kind in ("f", "i"):
-        return steps, np.frombuffer(data, dtype=np.float64 if kind == "f" else np.int64).astype(np.float64)
-    if kind == "o":  # mixed: numbers among None/strings
+        rows = array("I")
+        rows.frombytes(idx)
+        steps = array("q", (steps[i] for i in rows))
+    if kind == "o":  # mixed: keep the numbers among None and strings
         keep = [i for i, v in enumerate(data) if type(v) in (int, float)]
-        return steps[keep], np.array([data[i] for i in keep], dtype=np.float64)
-    return None
+        return [steps[i] for i in keep], [float(data[i]) for i in keep]
+    values = array("d" if kind == "f" else "q")
+    values.frombytes(data)
+    return steps, values if kind == "f" else array("d", values)

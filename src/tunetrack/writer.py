@@ -14,13 +14,16 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from ._values import DROP, to_python
 from ._warnings import warn_once
 from .backends.base import Backend, RunInfo
 from .health import HealthMonitor
-from .store.local import LocalStore, encode_rows
+from .store.local import LocalStore, Rows, encode_rows
+
+_popleft = deque.popleft
 
 BATCH_ROWS = 4096
 
@@ -38,22 +41,13 @@ class RowQueue:
         self.plains: deque = deque()
         self.rows: deque = deque()
 
-    def take(self, n: int) -> list[tuple]:
-        """The next ``n`` rows as ``(step, time, row, plain)`` tuples (on the writer thread)."""
-        steps, times, plains, rows = (
-            self.steps.popleft,
-            self.times.popleft,
-            self.plains.popleft,
-            self.rows.popleft,
-        )
-        return list(
-            zip(
-                [steps() for _ in range(n)],
-                [times() for _ in range(n)],
-                [rows() for _ in range(n)],
-                [plains() for _ in range(n)],
-            )
-        )
+    def take(self, n: int, into: Rows) -> None:
+        """Move the next ``n`` rows into ``into`` (on the writer thread; C-level loops only)."""
+        into.steps += map(_popleft, repeat(self.steps, n))
+        into.times += map(_popleft, repeat(self.times, n))
+        into.values += map(_popleft, repeat(self.rows, n))
+        plains = list(map(_popleft, repeat(self.plains, n)))  # all of them, before all() looks
+        into.plain = into.plain and all(plains)
 
 
 class Counters:
@@ -98,8 +92,8 @@ class Writer(threading.Thread):
         self.stop_event = threading.Event()
         self.health = health
         self.end: dict[str, Any] = {}
-        self._pending: list[tuple] = []
-        self._pending_system: list[tuple] = []
+        self._pending = Rows()
+        self._pending_system = Rows()
         self.last_values: dict[str, Any] = {}
         self.last_step: int | None = None
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
@@ -123,8 +117,7 @@ class Writer(threading.Thread):
         now = time.monotonic()
         due = now - self._last_write >= self.flush_interval
         while True:  # a backlog is taken and written in bounded chunks
-            take = min(len(self.buf.rows), BATCH_ROWS - len(self._pending))
-            self._pending.extend(self.buf.take(take))
+            self.buf.take(min(len(self.buf.rows), BATCH_ROWS - len(self._pending)), self._pending)
             if len(self._pending) < BATCH_ROWS:
                 break
             self._write_rows()
@@ -159,16 +152,16 @@ class Writer(threading.Thread):
             if kind == "flush":
                 waiters.append(payload)
             elif kind == "system":
-                self._pending_system.append(payload)
+                self._pending_system.add(*payload)
             else:
                 self._control(kind, payload)
         return waiters
 
     # -- writing --------------------------------------------------------------------------------
     def _write_rows(self) -> None:
-        rows, self._pending = self._pending, []
+        rows, self._pending = self._pending, Rows()
         record = encode_rows(rows, on_drop=self._on_drop, last=self.last_values)
-        self.last_step = rows[-1][0]
+        self.last_step = rows.steps[-1]
         if self.store is not None:
             if not self._store_op(lambda s: s.append(record)):
                 self.counters.lost_rows += len(rows)
@@ -178,18 +171,18 @@ class Writer(threading.Thread):
             for event in self.health.check_record(record):
                 self._health_event(event)
         if self.backends:
-            dict_rows = [(step, t, _as_dict(row)) for step, t, row, _ in rows]
+            dict_rows = _as_backend_rows(rows)
             for backend in list(self.backends):
                 self._call(backend, "log", dict_rows)
 
     def _write_system(self) -> None:
-        rows, self._pending_system = self._pending_system, []
+        rows, self._pending_system = self._pending_system, Rows()
         if self.store is not None:
             record = {**encode_rows(rows, on_drop=self._on_drop), "k": "y"}
             self._store_op(lambda s: s.append(record))
         for backend in list(self.backends):
             if hasattr(backend, "log_system"):
-                self._call(backend, "log_system", [(step, t, _as_dict(row)) for step, t, row, _ in rows])
+                self._call(backend, "log_system", _as_backend_rows(rows))
 
     def _control(self, kind: str, payload: dict[str, Any]) -> None:
         if kind == "config":
@@ -264,6 +257,10 @@ class Writer(threading.Thread):
             }
             self.end["last"] = {"step": self.last_step, "values": values}
             self._store_op(lambda s: s.close(self.end))
+
+
+def _as_backend_rows(rows: Rows) -> list[tuple[int, float, dict[str, Any]]]:
+    return [(step, t, _as_dict(values)) for step, t, values in zip(rows.steps, rows.times, rows.values)]
 
 
 def _as_dict(row: dict[Any, Any]) -> dict[str, Any]:

@@ -14,7 +14,6 @@ import time
 from array import array
 from collections.abc import Sequence
 from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,27 @@ from .._values import DROP, to_python
 from . import layout
 from .framing import frame
 
-RawRow = tuple[int, float, dict, bool]
+
+class Rows:
+    """A batch of logged rows, column by column, as the writer takes them off the queue and
+    ``encode_rows`` stores them: no per-row tuple is ever built or taken apart."""
+
+    __slots__ = ("plain", "steps", "times", "values")
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.times: list[float] = []
+        self.values: list[dict[Any, Any]] = []
+        self.plain = True  # every value of every row is a float (Tracker.log checked)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def add(self, step: int, unix_time: float, values: dict[Any, Any], plain: bool = False) -> None:
+        self.steps.append(step)
+        self.times.append(unix_time)
+        self.values.append(values)
+        self.plain = self.plain and plain
 
 
 def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int] | None]:
@@ -44,27 +63,24 @@ def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int
     return "o", values, None
 
 
-def encode_rows(
-    rows: Sequence[RawRow], on_drop: Any = None, last: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """One ``r`` record for a batch of raw rows (``(step, time, metrics, all_floats)``).
+def encode_rows(rows: Rows, on_drop: Any = None, last: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ``r`` record for a batch of rows.
 
     The common case (every row has the same string keys and only float values, as a training loop
     logs) is one row-major float64 matrix built in a single C-level pass; anything else is stored
     column by column.
     """
-    steps, times, dicts = (list(map(itemgetter(i), rows)) for i in range(3))
-    plain = all(map(itemgetter(3), rows))  # Tracker.log checked that every value is a float
-    n = len(rows)
+    dicts = rows.values
+    n = len(dicts)
     record: dict[str, Any] = {
         "k": "r",
         "n": n,
-        "s": array("q", steps).tobytes(),
-        "t": array("d", times).tobytes(),
+        "s": array("q", rows.steps).tobytes(),
+        "t": array("d", rows.times).tobytes(),
     }
     first = list(dicts[0])
     uniform = list(chain.from_iterable(dicts)) == first * n
-    if uniform and plain and all(type(k) is str for k in first):
+    if uniform and rows.plain and all(type(k) is str for k in first):
         flat = list(chain.from_iterable(map(dict.values, dicts)))
         if last is not None:
             last.update(dicts[-1])

@@ -40,6 +40,7 @@ _previous_handlers: dict[int, Any] = {}
 _previous_excepthook = sys.excepthook
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
+_now = time.time
 
 
 class Tracker:
@@ -334,20 +335,12 @@ class Tracker:
             else:
                 row, plain = snapshot(metrics, self.strict), False
             self._step = step
-            if len(buf) >= self._max_pending:
-                self._wait_for_room(buf)
-            if len(buf) < self._max_pending:
-                self._add_step(step)
-                self._add_time(time.time())
-                self._add_plain(plain)
-                buf.append(row)  # last: the writer takes only rows whose parts are all queued
-            else:
-                self._counters.dropped_rows += 1
-                warn_once(
-                    f"full:{self.id}",
-                    f"the writer cannot keep up ({self._max_pending} rows pending); rows are being "
-                    "dropped and counted (see the run's summary)",
-                )
+            if len(buf) >= self._max_pending and not self._room_after_waiting(buf):
+                return
+            self._add_step(step)
+            self._add_time(_now())
+            self._add_plain(plain)
+            buf.append(row)  # last: the writer takes only rows whose parts are all queued
         except InvalidValue:
             raise
         except Exception as exc:
@@ -355,17 +348,24 @@ class Tracker:
                 raise InvalidValue(f"tunetrack cannot log {metrics!r}: {exc}") from exc
             warn_once(f"log:{type(exc).__name__}", f"log() ignored a call it could not record: {exc!r}")
 
-    def _wait_for_room(self, buf: deque) -> None:
+    def _room_after_waiting(self, buf: deque) -> bool:
         """Backpressure before dropping: give the writer the interpreter for up to 5 ms.
 
         Only a loop that logs far faster than the writer converts (hundreds of thousands of rows per
         second) ever gets here; it slows down a little instead of losing rows. A writer that is truly
-        stuck (a hung disk) costs at most 5 ms per call, then rows are dropped and counted.
+        stuck (a hung disk) costs at most 5 ms per call, then the row is dropped and counted.
         """
         for _ in range(5):
             time.sleep(0.001)
             if len(buf) < self._max_pending:
-                return
+                return True
+        self._counters.dropped_rows += 1
+        warn_once(
+            f"full:{self.id}",
+            f"the writer cannot keep up ({self._max_pending} rows pending); rows are being "
+            "dropped and counted (see the run's summary)",
+        )
+        return False
 
     def _buf_slow(self) -> deque | None:
         if not self._started:

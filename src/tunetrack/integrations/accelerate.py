@@ -20,7 +20,6 @@ import numpy as np
 from accelerate.tracking import GeneralTracker, on_main_process
 
 from .._warnings import warn_once
-from ..media import to_pil
 from ..tracker import Tracker
 
 __all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register", "summarize_arrays"]
@@ -120,7 +119,7 @@ class TunetrackTracker(GeneralTracker):
                 for image in _split_images(images):
                     index = self._image_counts.get(key, 0)
                     self._image_counts[key] = index + 1
-                    run.log_image(str(key), to_pil(_image_array(image)), step=step, index=index)
+                    run.log_image(str(key), image, step=step, index=index)
             except Exception as exc:  # an odd image must not stop training
                 warn_once(
                     f"accelerate-image:{id(self)}:{key}",
@@ -246,24 +245,6 @@ def _split_images(images: Any) -> Iterator[Any]:
         yield from images
     else:
         yield images
-
-
-def _image_array(image: Any) -> Any:
-    """Tensors (channels first, as in torchvision and TensorBoard) become HWC NumPy arrays, keeping
-    uint8 (0-255) apart from floats (0-1); other integer arrays are read as 0-255. PIL images pass
-    through; NumPy arrays are HW, HWC, or CHW when the first axis alone looks like channels."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(image, torch.Tensor):
-        image = image.detach().cpu()
-        if image.ndim == 3 and image.shape[0] in (1, 3, 4):
-            image = image.permute(1, 2, 0)
-        image = image.numpy() if image.dtype == torch.uint8 else image.float().numpy()
-    if isinstance(image, np.ndarray):
-        if image.dtype == np.bool_:
-            return image.astype(np.uint8) * 255
-        if image.dtype.kind in "iu" and image.dtype != np.uint8:
-            return np.clip(image, 0, 255).astype(np.uint8)
-    return image
 
 
 try:  # accelerate ≥ 1.15: log_with="tunetrack" works once this module is imported

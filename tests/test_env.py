@@ -466,22 +466,16 @@ def test_run_metadata_never_raises(tmp_path, monkeypatch):
     assert meta["pid"] == os.getpid() and meta["versions"]
 
 
-def test_run_metadata_imports_no_framework_and_is_fast(tmp_path):
+def test_run_metadata_imports_no_framework(tmp_path):
     out = run_script(
         """
-        import json, sys, time
+        import json, sys
         from tunetrack.env import run_metadata
-        run_metadata()
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            meta = run_metadata()
-            times.append(time.perf_counter() - start)
+        meta = run_metadata()
         heavy = [m for m in ("torch", "transformers", "accelerate", "numpy", "deepspeed") if m in sys.modules]
-        print(json.dumps([meta["git"], heavy, "torch" in meta["versions"], sorted(times)[1]]))
+        print(json.dumps([meta["git"], heavy, "torch" in meta["versions"]]))
         """,
         env={"PATH": str(tmp_path)},  # no git on PATH
     )
-    git_meta, heavy, has_torch, median = json.loads(out.stdout)
-    assert git_meta is None and heavy == [] and has_torch
-    assert median < 1.0  # ~10-50 ms on an idle machine; generous for loaded CI
+    git_meta, heavy, has_torch = json.loads(out.stdout)
+    assert git_meta is None and heavy == [] and has_torch  # versions come from metadata, not imports

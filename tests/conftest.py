@@ -10,3 +10,10 @@ import pytest
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A skipped test tested nothing: the session fails rather than count it as a pass."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if exitstatus == 0 and reporter is not None and reporter.stats.get("skipped"):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -95,7 +95,8 @@ def test_format_value(value, text):
 
 
 def test_numpy_scalars_format_like_python_numbers():
-    np = pytest.importorskip("numpy")
+    import numpy as np
+
     assert format_value(np.float32(0.25)) == "0.2500"
     assert format_value(np.int64(3)) == "3"
     assert format_value(np.bool_(True)) == "True"

@@ -8,12 +8,8 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
 from helpers import SRC
 from tunetrack.reader import list_runs
-
-pytest.importorskip("torch")
 
 SCRIPT = """
 import sys, time

@@ -27,7 +27,8 @@ def server_factory():
 
 @pytest.fixture(scope="session")
 def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api as playwright  # the ui session installs it: a missing one fails
+
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with playwright.sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)

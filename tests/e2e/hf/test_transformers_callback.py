@@ -287,7 +287,7 @@ def test_resume_from_checkpoint_in_a_new_process_rewinds(tmp_path, root, tok):
 
 
 def test_optuna_search_one_run_per_trial_pruned_marked(tmp_path, root, tok):
-    optuna = pytest.importorskip("optuna")
+    import optuna
 
     class PruneFirstTrial(optuna.pruners.BasePruner):
         def prune(self, study, trial):

@@ -133,6 +133,18 @@ def llamafactory(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def deepspeed(session: nox.Session) -> None:
+    """The real deepspeed launcher, two processes on CPU (gloo), each driving a DeepSpeed engine."""
+    _env(session)
+    _install_core(session)
+    # An sdist whose build imports torch: no build isolation, so it builds against the CPU torch above.
+    # DS_BUILD_OPS=0 leaves the C++ ops to DeepSpeed's JIT at run time; on CPU the only one used is
+    # the shared-memory allreduce, built once per machine into ~/.cache/torch_extensions.
+    session.install("--no-build-isolation", "deepspeed==0.19.*", env={"DS_BUILD_OPS": "0"})
+    _pytest(session, "deepspeed", "tests/e2e/deepspeed", "-m", "e2e")
+
+
+@nox.session(python="3.11")
 def ui(session: nox.Session) -> None:
     """The dashboard: API tests, and browser tests in Debian's Chromium driven by Playwright."""
     _env(session)
@@ -185,8 +197,7 @@ def _default_sessions() -> list[str]:
     """Sessions with something to run right now, in a fixed order (cheap ones first)."""
     sessions = ["lint", "tests"]
     sessions += [name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)]
-    if _has_tests("tests/e2e/llamafactory"):
-        sessions.append("llamafactory")
+    sessions += [name for name in ("llamafactory", "deepspeed") if _has_tests(f"tests/e2e/{name}")]
     if _has_tests("tests/ui"):
         sessions.append("ui")
     sessions.append("docs")

@@ -3,16 +3,19 @@ a fake cgroup folder. The same tests run unchanged on a GPU machine: they never 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
 import sys
 import types
 
 import pytest
 
 from fakes.nvml import FakeGpu, FakeNvml
+from helpers import SRC, run_script
 from tunetrack import Tracker
-from tunetrack.reader import open_run
+from tunetrack.reader import list_runs, open_run
 from tunetrack.system import SystemSampler
 from tunetrack.system.amd import AmdSource
 from tunetrack.system.host import HostSource
@@ -30,10 +33,15 @@ def nvml(monkeypatch):
 
 
 def test_every_nvidia_metric_path(nvml):
-    nvml.gpus[0].processes = [(os.getpid(), 3 * 2**30), (999_999_999, 2**30)]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a data worker, say
+    nvml.gpus[0].processes = [(os.getpid(), 3 * 2**30), (child.pid, 2**29), (999_999_999, 2**30)]
     src = NvidiaSource.create()
-    first = src.sample()
-    second = src.sample()
+    try:
+        first = src.sample()
+        second = src.sample()
+    finally:
+        child.kill()
+        child.wait()
     assert first["gpu.0.util"] == 11 and first["gpu.1.util"] == 22
     assert first["gpu.0.mem_util"] == 20
     assert first["gpu.0.memory.used_bytes"] == 8 * 2**30 and first["gpu.0.memory.total_bytes"] == 80 * 2**30
@@ -45,7 +53,7 @@ def test_every_nvidia_metric_path(nvml):
     assert (first["gpu.0.clock.sm_mhz"], first["gpu.0.clock.mem_mhz"]) == (1980, 2619)
     assert first["gpu.0.throttle_reasons"] == 0
     assert (first["gpu.0.ecc.uncorrected"], first["gpu.0.ecc.corrected"]) == (0, 2)
-    assert first["gpu.0.memory.job_bytes"] == 3 * 2**30  # another job's process is not counted
+    assert first["gpu.0.memory.job_bytes"] == 3 * 2**30 + 2**29  # another job's process is not counted
     assert "gpu.0.gpm.sm_active" not in first  # GPM needs two samples
     assert (
         second["gpu.0.gpm.sm_active"],
@@ -53,6 +61,58 @@ def test_every_nvidia_metric_path(nvml):
         second["gpu.0.gpm.dram_active"],
     ) == (71.5, 42.0, 33.25)
     src.close()
+
+
+def test_a_pass_reads_the_power_limit_once_and_reuses_the_gpm_samples(nvml):
+    nvml.gpus += [FakeGpu(uuid=f"GPU-{i}") for i in range(6)]  # 8 GPUs, read in parallel
+    src = NvidiaSource.create()
+    samples = [src.sample() for _ in range(4)]
+    assert nvml.calls["nvmlDeviceGetEnforcedPowerLimit"] == 8  # once per GPU, then remembered
+    assert all(s[f"gpu.{i}.power_limit_w"] == 700.0 for s in samples for i in range(8))
+    assert nvml.calls["nvmlGpmQueryDeviceSupport"] == nvml.calls["nvmlGpmSampleAlloc"] / 2 == 8
+    # every later pass compares an older with a newer sample of the same GPU (the fake checks)
+    assert all(s[f"gpu.{i}.gpm.tensor_active"] == 42.0 for s in samples[1:] for i in range(8))
+    assert [s["gpu.1.util"] for s in samples] == [22] * 4 and samples[0]["gpu.7.util"] == 50
+    src.close()
+    assert nvml.live_gpm_samples == 0
+
+
+def test_job_memory_counts_the_other_ranks_of_this_node():
+    """Under a launcher, GPU memory of the launcher's other children (the other ranks) is the job's."""
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        code = """
+            import json, os, sys
+            from tunetrack.system.nvidia import job_pids
+            me = os.getpid()
+            print(json.dumps([sorted(job_pids([int(sys.argv[1]), 999_999_999])), me in job_pids([me])]))
+        """
+        alone = json.loads(run_script(code, str(sibling.pid)).stdout)
+        ranked = json.loads(run_script(code, str(sibling.pid), env={"LOCAL_RANK": "1"}).stdout)
+    finally:
+        sibling.kill()
+        sibling.wait()
+    assert alone[0] == []  # not launched: a sibling is someone else's process
+    assert ranked[0] == [sibling.pid]  # launched: the launcher's other child is another rank
+    assert alone[1] and ranked[1]  # the process itself always counts
+
+
+def test_passes_while_the_interpreter_exits_still_read_every_gpu(tmp_path):
+    """After Python stops taking thread-pool work at exit, passes read the GPUs in turn, quietly."""
+    code = """
+        import atexit, sys, time
+        from fakes.nvml import FakeGpu, FakeNvml
+        sys.modules["pynvml"] = FakeNvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)], latency=1e-3).module()
+        from tunetrack import Tracker
+        tracker = Tracker(dir=sys.argv[1], system_interval=0.1).start()
+        tracker.log({"x": 1.0})
+        atexit.register(time.sleep, 0.5)  # runs before the tracker's exit hook, while passes go on
+    """
+    tests = os.path.dirname(__file__)
+    proc = run_script(code, str(tmp_path), env={"PYTHONPATH": SRC + os.pathsep + tests})
+    assert "Warning" not in proc.stderr, proc.stderr
+    (run,) = list_runs(tmp_path)
+    assert run.state == "finished" and "gpu.3.util" in run.system_keys()
 
 
 def test_visible_devices_are_named_by_the_jobs_index(nvml, monkeypatch):

@@ -7,11 +7,13 @@ lost mid-run and per-call latency are configurable.
 
 from __future__ import annotations
 
+import threading
 import time
 import types
 from dataclasses import dataclass, field
 from typing import Any
 
+NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_GPU_IS_LOST = 15
 
@@ -52,6 +54,9 @@ class FakeNvml:
         self.init_error = init_error
         self.calls: dict[str, int] = {}
         self.device_calls: dict[int, int] = {}
+        self.live_gpm_samples = 0  # allocated and not yet freed
+        self._gpm_clock = 0  # orders GPM samples: a newer sample has a larger "t"
+        self._lock = threading.Lock()  # devices are read from several threads at once
 
     def module(self) -> types.ModuleType:
         m = types.ModuleType("pynvml")
@@ -80,7 +85,8 @@ class FakeNvml:
 
     def _wrap(self, name: str, fn: Any) -> Any:
         def call(*args: Any) -> Any:
-            self.calls[name] = self.calls.get(name, 0) + 1
+            with self._lock:
+                self.calls[name] = self.calls.get(name, 0) + 1
             if self.latency:
                 time.sleep(self.latency)
             if (
@@ -90,8 +96,9 @@ class FakeNvml:
                 and "Handle" not in name
             ):
                 gpu = self.gpus[args[0]]
-                self.device_calls[args[0]] = self.device_calls.get(args[0], 0) + 1
-                if gpu.lost_after is not None and self.device_calls[args[0]] > gpu.lost_after:
+                with self._lock:
+                    self.device_calls[args[0]] = count = self.device_calls.get(args[0], 0) + 1
+                if gpu.lost_after is not None and count > gpu.lost_after:
                     raise NVMLError(NVML_ERROR_GPU_IS_LOST)
                 if name in gpu.unsupported:
                     raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
@@ -147,14 +154,23 @@ class FakeNvml:
         return types.SimpleNamespace(isSupportedDevice=int(self.gpus[h].gpm))
 
     def nvmlGpmSampleAlloc(self) -> dict[str, Any]:
+        with self._lock:
+            self.live_gpm_samples += 1
         return {}
 
     def nvmlGpmSampleGet(self, h: int, sample: dict[str, Any]) -> None:
-        sample["t"], sample["gpu"] = time.monotonic(), h
+        with self._lock:
+            self._gpm_clock += 1
+            sample["t"], sample["gpu"] = self._gpm_clock, h
 
-    def nvmlGpmSampleFree(self, sample: dict[str, Any]) -> None: ...
+    def nvmlGpmSampleFree(self, sample: dict[str, Any]) -> None:
+        with self._lock:
+            self.live_gpm_samples -= 1
 
     def nvmlGpmMetricsGet(self, request: _MetricsGet) -> None:
+        first, second = request.sample1, request.sample2
+        if first is second or first.get("gpu") != second.get("gpu") or not first["t"] < second["t"]:
+            raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)  # a rate needs an older and a newer sample
         values = {2: 71.5, 5: 42.0, 10: 33.25}
         for j in range(request.numMetrics):
             request.metrics[j].value = values[request.metrics[j].metricId]

@@ -4,13 +4,20 @@ NVML numbers GPUs in PCI order and ignores ``CUDA_VISIBLE_DEVICES``; the job see
 ones, renumbered from 0. So ``gpu.0.*`` is the job's ``cuda:0``: with ``CUDA_VISIBLE_DEVICES=2,3``,
 ``gpu.0`` reads NVML device 2. (Set ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, as most clusters do, so that CUDA
 numbers devices in the same order as NVML.)
+
+A pass costs few driver calls: the power limit is read once, the GPM sample buffers are allocated
+once and reused, and with several GPUs the devices are read in parallel on a small pool of
+background threads (NVML is thread-safe, and its calls release the GIL), so a pass over 8 GPUs takes
+about as long as one over a single GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import FieldReader
@@ -21,6 +28,7 @@ _GPM_METRICS = {
     "tensor_active": "NVML_GPM_METRIC_ANY_TENSOR_UTIL",
     "dram_active": "NVML_GPM_METRIC_DRAM_BW_UTIL",
 }
+MAX_WORKERS = 8  # threads reading devices in parallel (an 8-GPU node: one each)
 
 
 def visible_devices(spec: str | None, count: int) -> list[str | int]:
@@ -41,20 +49,29 @@ def visible_devices(spec: str | None, count: int) -> list[str | int]:
     return out
 
 
-def job_pids() -> set[int]:
-    """This process and its siblings (the other ranks a launcher started on this node), and children."""
+def job_pids(pids: Iterable[int]) -> set[int]:
+    """Those of ``pids`` that belong to this job: this process and its descendants, and under a
+    launcher every descendant of the launcher (the other ranks on this node and their workers).
+
+    Walks up from each given pid instead of listing every process of the machine, so the cost grows
+    with the GPU processes NVML reports, not with the node's process count.
+    """
+    me = os.getpid()
+    roots = {me}
+    if any(os.environ.get(v) for v in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")):
+        roots.add(os.getppid())
     try:
         import psutil
-
-        me = psutil.Process()
-        pids = {me.pid, *(c.pid for c in me.children(recursive=True))}
-        if any(os.environ.get(v) for v in ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")):
-            parent = me.parent()
-            if parent is not None:
-                pids |= {c.pid for c in parent.children(recursive=True)}
-        return pids
-    except Exception:
-        return {os.getpid()}
+    except ImportError:
+        return {pid for pid in pids if pid == me}
+    ours = set()
+    for pid in set(pids):
+        try:
+            if pid == me or any(p.pid in roots for p in psutil.Process(pid).parents()):
+                ours.add(pid)
+        except (psutil.Error, OSError):  # gone, or another container's process
+            continue
+    return ours
 
 
 class NvidiaSource:
@@ -67,7 +84,10 @@ class NvidiaSource:
         self.devices = devices
         self.lost: set[int] = set()
         self._fields = FieldReader(self.name)
-        self._gpm_prev: dict[int, Any] = {}
+        self._power_limit: dict[int, Any] = {}  # read once: it does not change during a run
+        self._gpm_buffers: dict[int, list[Any]] = {}  # two reusable GPM samples per device
+        workers = min(len(devices), MAX_WORKERS)
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tunetrack-nvml") if workers > 1 else None
 
     @classmethod
     def create(cls) -> NvidiaSource | None:
@@ -101,15 +121,25 @@ class NvidiaSource:
         return cls(nvml, devices)
 
     def sample(self) -> dict[str, float | int | None]:
+        live = [(i, h) for i, h in self.devices if i not in self.lost]
+        results = None
+        # RuntimeError: the interpreter is exiting and its pools take no new work; read them in turn
+        with contextlib.suppress(RuntimeError):
+            if self._pool is not None:
+                results = list(self._pool.map(lambda device: self._sample_device(*device), live))
+        if results is None:
+            results = [self._sample_device(i, h) for i, h in live]
         out: dict[str, Any] = {}
-        pids = job_pids()
-        for index, handle in self.devices:
-            if index not in self.lost:
-                self._sample_device(out, index, handle, pids)
+        ours = job_pids(pid for _, procs in results if procs for pid, _ in procs)
+        for (i, _), (values, procs) in zip(live, results):
+            out.update(values)
+            if procs is not None:
+                out[f"gpu.{i}.memory.job_bytes"] = sum(used for pid, used in procs if pid in ours)
         return out
 
-    def _sample_device(self, out: dict[str, Any], i: int, h: Any, pids: set[int]) -> None:
-        nvml, p = self.nvml, f"gpu.{i}."
+    def _sample_device(self, i: int, h: Any) -> tuple[dict[str, Any], list[tuple[int, int]] | None]:
+        """One device's metrics, and its compute processes as (pid, bytes) for the job's share."""
+        nvml, p, out = self.nvml, f"gpu.{i}.", {}
         read = self._guarded(i)
         util = read(f"{i}.util", nvml.nvmlDeviceGetUtilizationRates, h)
         if util is not None:
@@ -118,36 +148,42 @@ class NvidiaSource:
         if mem is not None:
             out[p + "memory.used_bytes"], out[p + "memory.total_bytes"] = mem.used, mem.total
             out[p + "memory.percent"] = 100.0 * mem.used / mem.total if mem.total else None
-        scalar_fields: list[tuple[str, Callable[..., Any], tuple[Any, ...], float]] = [
-            ("temp_c", nvml.nvmlDeviceGetTemperature, (h, nvml.NVML_TEMPERATURE_GPU), 1),
-            ("power_w", nvml.nvmlDeviceGetPowerUsage, (h,), 1e-3),
-            ("power_limit_w", nvml.nvmlDeviceGetEnforcedPowerLimit, (h,), 1e-3),
-            ("clock.sm_mhz", nvml.nvmlDeviceGetClockInfo, (h, nvml.NVML_CLOCK_SM), 1),
-            ("clock.mem_mhz", nvml.nvmlDeviceGetClockInfo, (h, nvml.NVML_CLOCK_MEM), 1),
-            ("throttle_reasons", _throttle_fn(nvml), (h,), 1),
+        if i not in self._power_limit:
+            self._power_limit[i] = read(f"{i}.power_limit_w", nvml.nvmlDeviceGetEnforcedPowerLimit, h)
+        for key, milliwatts in (
+            ("power_w", read(f"{i}.power_w", nvml.nvmlDeviceGetPowerUsage, h)),
+            ("power_limit_w", self._power_limit[i]),
+        ):
+            if milliwatts is not None:
+                out[p + key] = milliwatts * 1e-3
+        scalar_fields: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = [
+            ("temp_c", nvml.nvmlDeviceGetTemperature, (h, nvml.NVML_TEMPERATURE_GPU)),
+            ("clock.sm_mhz", nvml.nvmlDeviceGetClockInfo, (h, nvml.NVML_CLOCK_SM)),
+            ("clock.mem_mhz", nvml.nvmlDeviceGetClockInfo, (h, nvml.NVML_CLOCK_MEM)),
+            ("throttle_reasons", _throttle_fn(nvml), (h,)),
             (
                 "ecc.uncorrected",
                 nvml.nvmlDeviceGetTotalEccErrors,
                 (h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC),
-                1,
             ),
             (
                 "ecc.corrected",
                 nvml.nvmlDeviceGetTotalEccErrors,
                 (h, nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC),
-                1,
             ),
         ]
-        for key, fn, args, scale in scalar_fields:
+        for key, fn, args in scalar_fields:
             value = read(f"{i}.{key}", fn, *args)
-            if value is not None and i not in self.lost:
-                out[p + key] = value * scale if scale != 1 else value
+            if value is not None:
+                out[p + key] = value
         procs = read(f"{i}.processes", nvml.nvmlDeviceGetComputeRunningProcesses, h)
-        if procs is not None:
-            out[p + "memory.job_bytes"] = sum(int(pr.usedGpuMemory or 0) for pr in procs if pr.pid in pids)
         gpm = read(f"{i}.gpm", self._gpm, i, h)
         if gpm:
             out.update({p + f"gpm.{k}": v for k, v in gpm.items()})
+        if i in self.lost:  # lost during this pass: nothing of it counts
+            return {}, None
+        pids = None if procs is None else [(pr.pid, int(pr.usedGpuMemory or 0)) for pr in procs]
+        return out, pids
 
     def _guarded(self, index: int) -> Callable[..., Any]:
         """A reader for one device: a field that fails is dropped; a lost GPU is dropped whole."""
@@ -168,33 +204,40 @@ class NvidiaSource:
         return read
 
     def _gpm(self, index: int, handle: Any) -> dict[str, float] | None:
-        """Hopper+ GPM counters: SM, tensor-pipe and DRAM activity between two samples."""
+        """Hopper+ GPM counters: SM, tensor-pipe and DRAM activity between two samples.
+
+        Two sample buffers per device, allocated once: each pass fills the older one and compares it
+        with the newer, so a pass costs two NVML calls instead of four.
+        """
         nvml = self.nvml
-        if index not in self._gpm_prev:
+        buffers = self._gpm_buffers.get(index)
+        if buffers is None:
             support = nvml.nvmlGpmQueryDeviceSupport(handle)
             if not support.isSupportedDevice:
                 raise RuntimeError("GPM is not supported on this device")
-        sample = nvml.nvmlGpmSampleAlloc()
+            buffers = self._gpm_buffers[index] = []
+            buffers += [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
+            nvml.nvmlGpmSampleGet(handle, buffers[0])
+            return None  # a rate needs two samples
+        prev, sample = buffers
         nvml.nvmlGpmSampleGet(handle, sample)
-        prev, self._gpm_prev[index] = self._gpm_prev.get(index), sample
-        if prev is None:
-            return None
-        try:
-            request = nvml.c_nvmlGpmMetricsGet_t()
-            request.version = nvml.NVML_GPM_METRICS_GET_VERSION
-            request.numMetrics = len(_GPM_METRICS)
-            request.sample1, request.sample2 = prev, sample
-            for j, const in enumerate(_GPM_METRICS.values()):
-                request.metrics[j].metricId = getattr(nvml, const)
-            nvml.nvmlGpmMetricsGet(request)
-            return {name: float(request.metrics[j].value) for j, name in enumerate(_GPM_METRICS)}
-        finally:
-            _quiet(nvml.nvmlGpmSampleFree, prev)
+        buffers.reverse()  # this sample is the next pass's previous one
+        request = nvml.c_nvmlGpmMetricsGet_t()
+        request.version = nvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(_GPM_METRICS)
+        request.sample1, request.sample2 = prev, sample
+        for j, const in enumerate(_GPM_METRICS.values()):
+            request.metrics[j].metricId = getattr(nvml, const)
+        nvml.nvmlGpmMetricsGet(request)
+        return {name: float(request.metrics[j].value) for j, name in enumerate(_GPM_METRICS)}
 
     def close(self) -> None:
-        for sample in self._gpm_prev.values():
-            _quiet(self.nvml.nvmlGpmSampleFree, sample)
-        self._gpm_prev.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        for buffers in self._gpm_buffers.values():
+            for buffer in buffers:
+                _quiet(self.nvml.nvmlGpmSampleFree, buffer)
+        self._gpm_buffers.clear()
         _quiet(self.nvml.nvmlShutdown)
 
 

@@ -45,11 +45,8 @@ class SystemSampler(threading.Thread):
         self.interval = max(float(interval), MIN_INTERVAL)
         self.sink = sink
         self.stop_event = threading.Event()
-        #: CPU seconds the last sampling pass took on this thread (reported by the benchmark).
-        self.last_pass_cpu = 0.0
 
     def sample_once(self) -> dict[str, Any]:
-        start = time.thread_time()
         row: dict[str, Any] = {}
         for source in list(self.sources):
             try:
@@ -60,7 +57,6 @@ class SystemSampler(threading.Thread):
                 )
                 self.sources.remove(source)
                 _close(source)
-        self.last_pass_cpu = time.thread_time() - start
         return row
 
     def run(self) -> None:

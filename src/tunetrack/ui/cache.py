@@ -1,0 +1,106 @@
+"""Runs kept between requests, so the dashboard reads a run's files again only when they change.
+
+A page's charts, its live polls and the runs table ask about the same runs over and over; parsing
+them each time cost more than everything else the server does. A cached run is refreshed when any
+file in its folder changed (name, size or mtime), and then reads only the bytes appended since.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from ..reader import Run, list_runs, open_run
+
+#: A run without an end record turns ``crashed`` without writing anything: look at it again this often.
+RECHECK = 5.0
+
+
+def signature(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Changes whenever a process of the run writes, ends, or starts."""
+    out = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_file():
+                    st = entry.stat()
+                    out.append((entry.name, st.st_size, st.st_mtime_ns))
+    except OSError:
+        pass
+    return tuple(sorted(out))
+
+
+class RunCache:
+    """Parsed runs (least recently used dropped past ``size``) and the runs table's rows."""
+
+    def __init__(self, root: str | os.PathLike[str] | None, size: int = 64) -> None:
+        self.root = root
+        self.size = size
+        self._runs: OrderedDict[Path, tuple[tuple, float, Run]] = OrderedDict()
+        #: one row per run folder; small, so every run of the store fits
+        self._rows: dict[Path, tuple[tuple, float, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def open(self, ref: str) -> Run:
+        """The run named by ``ref`` (id, id prefix or name), refreshed if its files changed."""
+        return self._fresh(open_run(ref, dir=self.root))
+
+    def _fresh(self, run: Run) -> Run:
+        """The cached ``Run`` of ``run``'s folder (``run`` itself the first time), brought up to date."""
+        sig, now = signature(run.path), time.monotonic()
+        with self._lock:
+            hit = self._runs.get(run.path)
+            stale = hit is not None and (
+                sig != hit[0] or (now - hit[1] >= RECHECK and hit[2].state == "running")
+            )
+            if hit is not None:
+                run = hit[2]
+            if hit is None or stale:
+                self._runs[run.path] = (sig, now, run)
+            self._runs.move_to_end(run.path)
+            while len(self._runs) > self.size:
+                self._runs.popitem(last=False)
+        if stale:
+            run.refresh()
+        return run
+
+    def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
+        """The runs table, newest first. A row is built from the run's small files (run.json, the
+        processes' metadata and end records, which hold each key's last value); only a run that is
+        still writing has its data read, incrementally, through the parsed-run cache."""
+        out = []
+        now = time.monotonic()
+        listed = list_runs(self.root, project=project)
+        for run in listed:
+            sig = signature(run.path)
+            hit = self._rows.get(run.path)
+            if hit is None or hit[0] != sig or (hit[2]["state"] == "running" and now - hit[1] >= RECHECK):
+                if run.state == "running":
+                    run = self._fresh(run)
+                hit = self._rows[run.path] = (sig, now, _row(run))
+            if state is None or hit[2]["state"] == state:
+                out.append(hit[2])
+        gone = set(self._rows) - {r.path for r in listed} if project is None else set()
+        for path in gone:
+            del self._rows[path]
+        return out
+
+
+def _row(run: Run) -> dict[str, Any]:
+    latest = run.latest()
+    return {
+        "id": run.id,
+        "name": run.name,
+        "project": run.project,
+        "state": run.state,
+        "tags": run.tags,
+        "hosts": run.hosts,
+        "created": run.created,
+        "ended": run.ended,
+        "last_step": latest.get("step"),
+        "loss": latest.get("values", {}).get("loss"),
+    }

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hmac
 import importlib.resources
-import math
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,12 +34,6 @@ COOKIE = "tunetrack_token"
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
 
 
-def _json_safe(values: np.ndarray) -> list[Any]:
-    """NaN and ±Inf have no JSON form: they travel as null (a gap in the line)."""
-    out = values.tolist()
-    return [None if isinstance(v, float) and not math.isfinite(v) else v for v in out]
-
-
 def _find(run: Run, key: str, node: str | None) -> Series | None:
     """A training metric (empty if never logged), or a system metric of one node (None if that node has none)."""
     return run.series(key) if node is None else run.system_series(key).get(node)
@@ -51,8 +44,16 @@ def _points(
 ) -> dict[str, Any]:
     """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (the
     number of points the client has), only the points after it; ``reset`` when a rewind removed
-    points the client has, so it starts over."""
+    points the client has, so it starts over. (NaN and ±Inf leave as null, a gap in the line:
+    FastAPI serializes through pydantic, which writes them so.)"""
     xs = s.steps if x == "step" else s.times
+    values = (
+        s.values.astype(np.float64, copy=False)
+        if s.values.dtype != object
+        else np.array(
+            [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
+        )
+    )
     total = len(s)
     if cursor is not None:
         if cursor > total:
@@ -61,26 +62,19 @@ def _points(
             "reset": False,
             "cursor": total,
             "total": total,
-            "x": _json_safe(xs[cursor:]),
-            "y": _json_safe(s.values[cursor:].astype(np.float64)),
+            "x": xs[cursor:].tolist(),
+            "y": values[cursor:].tolist(),
         }
-    values = (
-        s.values.astype(np.float64)
-        if s.values.dtype != object
-        else np.array(
-            [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
-        )
-    )
-    order = np.argsort(xs, kind="stable") if total > 1 and np.any(np.diff(xs) < 0) else None
-    if order is not None:
+    if total > 1 and np.any(np.diff(xs) < 0):
+        order = np.argsort(xs, kind="stable")
         xs, values = xs[order], values[order]
     idx = m4(xs, values, width, start, end)
     return {
         "total": total,
         "cursor": total,
         "downsampled": len(idx) < total,
-        "x": _json_safe(xs[idx]),
-        "y": _json_safe(values[idx]),
+        "x": xs[idx].tolist(),
+        "y": values[idx].tolist(),
     }
 
 
@@ -168,7 +162,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         cursor: int | None = None,
         node: str | None = None,
     ) -> dict[str, Any]:
-        found = _find(run_or_404(run_id), key, node)
+        found = _find(run_or_404(run_id), key, node or None)
         if found is None:
             raise HTTPException(404, f"no system metric {key!r} on {node!r}")
         return {"key": key, **_points(found, x, width, start, end, cursor)}

@@ -14,7 +14,9 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from ..reader import Run, list_runs, open_run
+from ..errors import TunetrackError
+from ..reader import Run, open_run
+from ..store import layout
 
 #: A run without an end record turns ``crashed`` without writing anything: look at it again this often.
 RECHECK = 5.0
@@ -70,24 +72,37 @@ class RunCache:
 
     def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
         """The runs table, newest first. A row is built from the run's small files (run.json, the
-        processes' metadata and end records, which hold each key's last value); only a run that is
-        still writing has its data read, incrementally, through the parsed-run cache."""
-        out = []
+        processes' metadata and end records, which hold each key's last value) and kept while the
+        folder is unchanged; only a run that is still writing has its data read, incrementally,
+        through the parsed-run cache."""
+        root = layout.resolve_root(self.root)
         now = time.monotonic()
-        listed = list_runs(self.root, project=project)
-        for run in listed:
-            sig = signature(run.path)
-            hit = self._rows.get(run.path)
+        rows: dict[Path, tuple[tuple, float, dict[str, Any]]] = {}
+        try:
+            folders = [Path(e.path) for e in os.scandir(root) if e.is_dir()]
+        except OSError:
+            folders = []
+        for path in folders:
+            sig = signature(path)
+            if not any(name == layout.RUN_FILE for name, _, _ in sig):
+                continue  # not a run
+            hit = self._rows.get(path)
             if hit is None or hit[0] != sig or (hit[2]["state"] == "running" and now - hit[1] >= RECHECK):
+                try:
+                    run = open_run(path.name, dir=root)
+                except TunetrackError:
+                    continue  # deleted meanwhile
                 if run.state == "running":
                     run = self._fresh(run)
-                hit = self._rows[run.path] = (sig, now, _row(run))
-            if state is None or hit[2]["state"] == state:
-                out.append(hit[2])
-        gone = set(self._rows) - {r.path for r in listed} if project is None else set()
-        for path in gone:
-            del self._rows[path]
-        return out
+                hit = (sig, now, _row(run))
+            rows[path] = hit
+        self._rows = rows
+        out = [
+            row
+            for _, _, row in rows.values()
+            if (project is None or row["project"] == project) and (state is None or row["state"] == state)
+        ]
+        return sorted(out, key=lambda row: row["created"], reverse=True)
 
 
 def _row(run: Run) -> dict[str, Any]:

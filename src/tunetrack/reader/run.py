@@ -105,13 +105,15 @@ class Run:
         self._run_json = run_json
         self._read: dict[Path, ProcessRecords] = {}  # each data file's records decoded so far
         self._lock = threading.RLock()
+        self._merged: ProcessRecords | None = None
 
     def refresh(self) -> None:
         """Take in what was written since the last read: new processes, end records, appended records.
         Data files are read on from where the last read stopped, so following a live run costs what
         it appended, not its whole history."""
         with self._lock:
-            for name in ("_processes", "_status", "_records", "config"):
+            self._merged = None
+            for name in ("_processes", "_status", "config"):
                 self.__dict__.pop(name, None)
 
     def __repr__(self) -> str:
@@ -190,10 +192,12 @@ class Run:
             known.extend(read_process(path, ended, known.offset))
         return known
 
-    @cached_property
+    @property
     def _records(self) -> ProcessRecords:
-        with self._lock:
-            return self._merge()
+        with self._lock:  # merged and stored under the lock: a refresh() meanwhile is never undone
+            if self._merged is None:
+                self._merged = self._merge()
+            return self._merged
 
     def _merge(self) -> ProcessRecords:
         merged = ProcessRecords()

@@ -41,6 +41,9 @@ function onZoom(div, callback) {
     else if (ev["xaxis.autorange"]) callback(null);
   });
 }
+// Lets the browser paint and take input between two charts: a page of many charts stays responsive
+// and shows its first charts at once.
+function nextTask() { return globalThis.scheduler?.yield ? scheduler.yield() : new Promise(resolve => setTimeout(resolve)); }
 // Counts a chart's draws, so tests and the benchmark can tell a redraw happened.
 function markDrawn(div) { div.dataset.drawn = String(Number(div.dataset.drawn || 0) + 1); }
 function el(tag, text, cls) {

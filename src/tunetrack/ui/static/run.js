@@ -62,7 +62,7 @@ async function load(list) {
   await Promise.all(groups.map(async ([group, range]) => {
     try {
       const entries = await fetchSeries(seriesParams(range), group.map(c => ({ key: c.key, node: c.node })));
-      for (let i = 0; i < group.length; i++) await plot(group[i], entries[i]);
+      for (let i = 0; i < group.length; i++) { await plot(group[i], entries[i]); await nextTask(); }
     } catch (e) { for (const c of group) c.div.textContent = `cannot draw ${c.title}: ${e.message}`; }
   }));
 }
@@ -152,7 +152,9 @@ async function start() {
   try { entries = await all; } catch (e) { document.getElementById("error").textContent = `cannot read the metrics: ${e.message}`; }
   for (const entry of entries) {
     const chart = charts.get(chartId(entry.key, entry.node));
-    if (chart) await plot(chart, entry);  // (a key logged since the metadata: the next refresh adds it)
+    if (!chart) continue;  // a key logged since the metadata: the next refresh adds it
+    await plot(chart, entry);
+    await nextTask();
   }
   const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && !c.div.textContent);
   if (missed.length) await load(missed);  // logged between the two requests

@@ -183,3 +183,37 @@ def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):
     assert len(requests) == 1 and "start=" in requests[0]  # one request re-fetches all three runs
     page.screenshot(path=str(ARTIFACTS / "compare-zoomed.png"))
     assert page.dialogs == []
+
+
+def test_a_long_live_run_is_thinned_again_on_the_server(root, server_factory, page, tmp_path):
+    go = tmp_path / "go"
+    writer = spawn_script(
+        """
+        import os, sys, time
+        from tunetrack import Tracker
+        t = Tracker(dir=sys.argv[1], name="long-live", system=False).start()
+        t.log({"loss": 1.0}, step=0)
+        t.flush()
+        print(t.id, flush=True)
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.05)
+        for step in range(1, 30_001):  # far more than a chart keeps: M4 sends ~4 points per pixel
+            t.log({"loss": 1.0 / step}, step=step)
+            if step % 2_000 == 0:
+                t.flush()
+        time.sleep(60)
+    """,
+        str(root),
+        str(go),
+    )
+    run_id = writer.stdout.readline().strip()
+    server = server_factory(root)
+    try:
+        page.goto(f"{server.base}/run/{run_id}")
+        chart = page.wait_for_selector("#charts .chart[data-points='1']")
+        go.touch()
+        # drawn a second time: the appended points were replaced by a thinned copy from the server
+        wait_until(lambda: chart.get_attribute("data-drawn") == "2", timeout=60)
+        assert int(chart.get_attribute("data-points")) < 30_000
+    finally:
+        writer.kill()

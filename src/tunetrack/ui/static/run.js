@@ -73,6 +73,8 @@ async function extend(chart, data) {
   if (!data.x.length) return;
   chart.cursor = data.cursor;
   chart.raw.x.push(...data.x); chart.raw.y.push(...data.y);
+  // Hours of live points would pile up past what M4 sends: thin the chart again on the server.
+  if (chart.raw.x.length > 8 * Math.max(100, chart.div.clientWidth)) return load([chart]);
   if (opts().smooth) await Plotly.react(chart.div, [trace(chart)], layout(chart.title), PLOT_CONFIG);
   else await Plotly.extendTraces(chart.div, { x: [xsFor(data.x)], y: [data.y] }, [0]);
   chart.div.dataset.points = String(chart.raw.x.length);

@@ -224,3 +224,10 @@ def test_the_runs_table_follows_runs_that_start_write_and_end(root):
         t.finish("failed")
         assert c.get("/api/runs").json()[0]["state"] == "failed"
         assert [r["state"] for r in c.get("/api/runs", params={"state": "failed"}).json()] == ["failed"]
+        again = Tracker(dir=root, resume=t.id, system=False).start()  # a resumed run: new files, live again
+        again.log({"loss": 0.25}, step=3)
+        again.flush()
+        (row,) = c.get("/api/runs").json()
+        assert (row["state"], row["last_step"], row["loss"]) == ("running", 3, 0.25)
+        again.finish()
+        assert c.get("/api/runs").json()[0]["state"] == "finished"

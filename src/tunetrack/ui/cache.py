@@ -14,7 +14,6 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from ..errors import TunetrackError
 from ..reader import Run, open_run
 from ..store import layout
 
@@ -72,30 +71,42 @@ class RunCache:
 
     def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
         """The runs table, newest first. A row is built from the run's small files (run.json, the
-        processes' metadata and end records, which hold each key's last value) and kept while the
-        folder is unchanged; only a run that is still writing has its data read, incrementally,
-        through the parsed-run cache."""
+        processes' metadata and end records, which hold each key's last value); only a run that is
+        still writing has its data read, incrementally, through the parsed-run cache.
+
+        An ended run's row is kept while its folder's mtime is unchanged: its files change only by
+        being created or renamed into place (a resumed run adds files), which touches the folder.
+        So a table of 1,000 ended runs costs 1,000 stat calls."""
         root = layout.resolve_root(self.root)
         now = time.monotonic()
-        rows: dict[Path, tuple[tuple, float, dict[str, Any]]] = {}
+        rows: dict[Path, tuple[Any, float, dict[str, Any]]] = {}
         try:
-            folders = [Path(e.path) for e in os.scandir(root) if e.is_dir()]
+            entries = [e for e in os.scandir(root) if e.is_dir()]
         except OSError:
-            folders = []
-        for path in folders:
-            sig = signature(path)
-            if not any(name == layout.RUN_FILE for name, _, _ in sig):
-                continue  # not a run
+            entries = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                mtime = entry.stat().st_mtime_ns
+            except OSError:
+                continue  # deleted meanwhile
             hit = self._rows.get(path)
-            if hit is None or hit[0] != sig or (hit[2]["state"] == "running" and now - hit[1] >= RECHECK):
-                try:
-                    run = open_run(path.name, dir=root)
-                except TunetrackError:
-                    continue  # deleted meanwhile
-                if run.state == "running":
-                    run = self._fresh(run)
-                hit = (sig, now, _row(run))
-            rows[path] = hit
+            if hit is not None:
+                live = hit[2]["state"] == "running"
+                if hit[0] == ((mtime, signature(path)) if live else mtime) and not (
+                    live and now - hit[1] >= RECHECK
+                ):
+                    rows[path] = hit
+                    continue
+            if (data := layout.read_json(path / layout.RUN_FILE)) is None:
+                continue  # not a run
+            run = Run(path, data)
+            live = run.state == "running"
+            # A folder changed within the last second may change again with the same mtime (timestamps
+            # are coarse): such a row is built again next time.
+            settled = time.time_ns() - mtime > 1_000_000_000
+            stamp = (mtime, signature(path)) if live else (mtime if settled else None)
+            rows[path] = (stamp, now, _row(self._fresh(run) if live else run))
         self._rows = rows
         out = [
             row

@@ -231,3 +231,17 @@ def test_the_runs_table_follows_runs_that_start_write_and_end(root):
         assert (row["state"], row["last_step"], row["loss"]) == ("running", 3, 0.25)
         again.finish()
         assert c.get("/api/runs").json()[0]["state"] == "finished"
+
+
+def test_scripts_are_revalidated_and_plotly_is_cached_under_its_version(root, spiky):
+    import re
+
+    with client(root) as c:
+        page = c.get(f"/run/{spiky}")
+        assert page.headers["cache-control"] == "no-cache"
+        (url,) = re.findall(r'src="(/static/vendor/plotly-[^"]+)"', page.text)
+        plotly = c.get(url)
+        assert plotly.status_code == 200 and "immutable" in plotly.headers["cache-control"]
+        assert "plotly.js" in plotly.text[:200]
+        assert c.get("/static/run.js").headers["cache-control"] == "no-cache"
+        assert c.get("/static/vendor/plotly-0.0.0.min.js").status_code == 404

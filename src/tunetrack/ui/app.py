@@ -8,6 +8,7 @@ never run inline scripts (a Content-Security-Policy forbids them) and render use
 from __future__ import annotations
 
 import hmac
+import importlib.metadata
 import importlib.resources
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Annotated, Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..errors import TunetrackError
@@ -109,8 +110,8 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         if not request.url.path.startswith("/api/"):
-            # Pages and scripts: asked again each time (a 304 while unchanged), so an upgrade is seen
-            # at once, and Plotly, unchanged, is compiled once and then taken from the browser's cache.
+            # Pages and our scripts: asked again each time (a 304 while unchanged), so an upgrade is
+            # seen at once. (Plotly's URL names its version: cached for good, and compiled once.)
             response.headers.setdefault("Cache-Control", "no-cache")
         if token is not None and request.query_params.get("token"):
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -242,22 +243,33 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             raise HTTPException(404, "no such media file in this run")
         return FileResponse(target)
 
-    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
+    plotly_version = importlib.metadata.version("plotly")
+
+    @app.get("/static/vendor/plotly-{version}.min.js", include_in_schema=False)
+    def plotly_js(version: str) -> FileResponse:
+        """Plotly from the installed ``plotly`` package, under a URL that names its version: the
+        browser keeps it without asking again (no round trip before a chart page can draw), and an
+        upgrade changes the URL."""
+        if version != plotly_version:
+            raise HTTPException(404, f"this server has Plotly {plotly_version}")
         return FileResponse(
             str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"),
             media_type="application/javascript",
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
         )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     for page, name in (("/", "index.html"), ("/run/{run_id}", "run.html"), ("/compare", "compare.html")):
-        app.add_api_route(page, _page(name), include_in_schema=False)
+        html = (
+            (STATIC / name).read_text().replace("{plotly}", f"/static/vendor/plotly-{plotly_version}.min.js")
+        )
+        app.add_api_route(page, _page(html), include_in_schema=False)
     return app
 
 
-def _page(name: str) -> Any:
-    def serve() -> FileResponse:
-        return FileResponse(STATIC / name, media_type="text/html")
+def _page(html: str) -> Any:
+    def serve() -> HTMLResponse:
+        return HTMLResponse(html)
 
     return serve

@@ -62,7 +62,7 @@ async function load(list) {
   await Promise.all(groups.map(async ([group, range]) => {
     try {
       const entries = await fetchSeries(seriesParams(range), group.map(c => ({ key: c.key, node: c.node })));
-      for (let i = 0; i < group.length; i++) { await plot(group[i], entries[i]); await nextTask(); }
+      for (let i = 0; i < group.length; i++) { await plot(group[i], entries[i]); await breathe(); }
     } catch (e) { for (const c of group) c.div.textContent = `cannot draw ${c.title}: ${e.message}`; }
   }));
 }
@@ -156,7 +156,7 @@ async function start() {
     const chart = charts.get(chartId(entry.key, entry.node));
     if (!chart) continue;  // a key logged since the metadata: the next refresh adds it
     await plot(chart, entry);
-    await nextTask();
+    await breathe();
   }
   const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && !c.div.textContent);
   if (missed.length) await load(missed);  // logged between the two requests

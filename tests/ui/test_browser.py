@@ -160,6 +160,12 @@ def test_zoom_fetches_detail_and_display_options_fetch_nothing(root, server_fact
     page.dispatch_event("#smooth", "change")
     page.wait_for_timeout(300)
     assert len(requests) == before  # log scale and smoothing redraw what the page has
+    page.select_option("#xaxis", "time")
+    wait_until(lambda: chart.get_attribute("data-drawn") == "3", timeout=20)
+    assert len(requests) == before + 1 and "x=time" in requests[-1]  # a zoom in steps is dropped
+    ticks = [t.text_content() for t in chart.query_selector_all(".xtick")]
+    assert ticks and not any("1970" in t for t in ticks)  # the zoom in steps was not kept as a date range
+    page.screenshot(path=str(ARTIFACTS / "wall-time.png"))
 
 
 def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):

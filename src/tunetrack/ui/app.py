@@ -7,8 +7,8 @@ never run inline scripts (a Content-Security-Policy forbids them) and render use
 
 from __future__ import annotations
 
+import hashlib
 import hmac
-import importlib.metadata
 import importlib.resources
 import os
 from pathlib import Path
@@ -111,7 +111,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         response.headers["X-Content-Type-Options"] = "nosniff"
         if not request.url.path.startswith("/api/"):
             # Pages and our scripts: asked again each time (a 304 while unchanged), so an upgrade is
-            # seen at once. (Plotly's URL names its version: cached for good, and compiled once.)
+            # seen at once. (Plotly's URL names its content: cached for good, and compiled once.)
             response.headers.setdefault("Cache-Control", "no-cache")
         if token is not None and request.query_params.get("token"):
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -243,17 +243,17 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             raise HTTPException(404, "no such media file in this run")
         return FileResponse(target)
 
-    plotly_version = importlib.metadata.version("plotly")
+    plotly = _plotly()
+    plotly_tag = hashlib.sha256(plotly.read_bytes()).hexdigest()[:12]
 
-    @app.get("/static/vendor/plotly-{version}.min.js", include_in_schema=False)
-    def plotly_js(version: str) -> FileResponse:
-        """Plotly from the installed ``plotly`` package, under a URL that names its version: the
-        browser keeps it without asking again (no round trip before a chart page can draw), and an
-        upgrade changes the URL."""
-        if version != plotly_version:
-            raise HTTPException(404, f"this server has Plotly {plotly_version}")
+    @app.get("/static/vendor/plotly-{tag}.min.js", include_in_schema=False)
+    def plotly_js(tag: str) -> FileResponse:
+        """Plotly under a URL that names its content: the browser keeps it without asking again (no
+        round trip before a chart page can draw), and a new bundle gets a new URL."""
+        if tag != plotly_tag:
+            raise HTTPException(404, "not this server's Plotly")
         return FileResponse(
-            str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"),
+            plotly,
             media_type="application/javascript",
             headers={"Cache-Control": "public, max-age=31536000, immutable"},
         )
@@ -261,11 +261,18 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     for page, name in (("/", "index.html"), ("/run/{run_id}", "run.html"), ("/compare", "compare.html")):
-        html = (
-            (STATIC / name).read_text().replace("{plotly}", f"/static/vendor/plotly-{plotly_version}.min.js")
-        )
+        html = (STATIC / name).read_text().replace("{plotly}", f"/static/vendor/plotly-{plotly_tag}.min.js")
         app.add_api_route(page, _page(html), include_in_schema=False)
     return app
+
+
+def _plotly() -> Path:
+    """Plotly's basic bundle where the build put it into the package (``hatch_build.py``: a quarter of
+    the full bundle's compile time), else the full bundle the ``plotly`` package ships."""
+    basic = STATIC / "vendor" / "plotly-basic.min.js"
+    if basic.is_file():
+        return basic
+    return Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
 
 
 def _page(html: str) -> Any:

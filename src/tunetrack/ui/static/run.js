@@ -27,8 +27,9 @@ function eventShapes() {
 }
 function layout(title) {
   const o = opts();
+  // uirevision keeps the user's zoom across redraws, but a zoom in steps means nothing in time
   return chartLayout(title, { yaxis: { type: o.log ? "log" : "linear" }, xaxis: { title: { text: o.x } },
-                              shapes: eventShapes(), showlegend: false });
+                              shapes: eventShapes(), showlegend: false, uirevision: `${title}/${o.x}` });
 }
 function chartId(key, node) { return node ? `${node}/${key}` : key; }
 function seriesParams(extra) {

@@ -5,8 +5,8 @@
 Browser rows (seconds from navigation until everything is drawn, medians over repetitions):
 
 1. Run page with 20 charts of 100,000 points each, cold: a fresh browser profile (empty cache), so
-   Plotly (4.8 MB) is downloaded and compiled first; every repetition opens a run the server has not
-   read yet (copies of one run).
+   Plotly is downloaded and compiled first; every repetition opens a run the server has not read
+   yet (copies of one run).
 2. The same, warm: the browser has shown a run page before (Plotly in its cache), the run is new to
    the server.
 3. The runs table with 1,000 runs (every row in the table).
@@ -182,10 +182,14 @@ def main() -> None:
                     ready = page.evaluate(
                         "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
                     )
+                    plotly = page.evaluate(
+                        "performance.getEntriesByType('resource').find(e => e.name.includes('/plotly'))"
+                        ".decodedBodySize"
+                    )
                     requests, size = api_traffic(page)
                     notes.append(
                         f"run page, cold: {requests} API requests, {size / 1e3:.0f} kB of JSON; "
-                        f"Plotly ready after {ready / 1e3:.2f} s"
+                        f"Plotly ({plotly / 1e6:.1f} MB) ready after {ready / 1e3:.2f} s"
                     )
                 context.close()
 

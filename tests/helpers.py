@@ -10,6 +10,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 EXAMPLES_DIR = str(Path(__file__).resolve().parents[1] / "examples")
@@ -113,3 +114,13 @@ class Server:
     def stop(self) -> int:
         self.proc.send_signal(2)
         return self.proc.wait(timeout=15)
+
+
+def drag_across(page: Any, chart: Any) -> None:
+    """Press and drag across the middle of a Plotly chart's plot area (40% to 60% of its width): a zoom
+    box, which Plotly applies when the caller releases the mouse (``page.mouse.up()``)."""
+    box = chart.query_selector(".nsewdrag").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.4, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)

@@ -112,6 +112,7 @@ def test_wheel_ships_the_package_and_nothing_else(wheel):
     assert "tunetrack/__init__.py" in names
     assert "tunetrack/cli/__init__.py" in names
     assert any(n.startswith("tunetrack/ui/static/") for n in names)  # the dashboard's assets
+    assert "tunetrack/ui/static/vendor/plotly-basic.min.js" in names  # fetched from npm by hatch_build.py
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"tunetrack"}  # no tests, benchmarks, examples
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

@@ -76,6 +76,24 @@ def test_framing_survives_any_truncation(payloads, cut):
 
 
 @given(
+    payloads=st.lists(st.binary(max_size=300), min_size=1, max_size=8),
+    cuts=st.lists(st.integers(min_value=0), max_size=6),
+)
+def test_framing_read_in_pieces_gives_every_record_once(payloads, cuts):
+    """A reader following a growing file scans from where it stopped (``consumed``): whatever sizes the
+    file had when it looked, every record comes out exactly once, in order."""
+    data = b"".join(frame(p) for p in payloads)
+    got, offset = [], 0
+    for end in [*sorted(c % (len(data) + 1) for c in cuts), len(data)]:
+        if end < offset:
+            continue
+        report = ScanReport()
+        got += list(scan(data[offset:end], report))
+        offset += report.consumed
+    assert got == payloads
+
+
+@given(
     payloads=st.lists(st.binary(min_size=1, max_size=300), min_size=3, max_size=8),
     pos=st.integers(min_value=0),
     flip=st.integers(min_value=1, max_value=255),

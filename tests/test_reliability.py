@@ -306,3 +306,49 @@ def test_resume_with_rewind_across_processes(root, tmp_path):
     assert len(run.meta["processes"]) == 2
     assert run.latest() == {"step": 120, "values": {"loss": 80.0}}  # from the data: two attempts
     assert layout.read_json(root / run_id / "run.json")["name"] == "resumable"
+
+
+def test_a_refreshed_run_reads_like_a_fresh_one_while_the_run_is_written(root):
+    from tunetrack import Tracker
+
+    t = Tracker(dir=root, name="follow", system=False).start()
+    t.log({"loss": 0.0}, step=0)
+    t.flush()
+    followed = open_run(t.id, dir=root)
+    assert followed.series("loss").steps.tolist() == [0]
+    for batch in range(5):
+        for step in range(batch * 100 + 1, (batch + 1) * 100 + 1):
+            t.log({"loss": float(step), **({"eval": 1.0} if step % 50 == 0 else {})}, step=step)
+        if batch == 3:
+            t.rewind(250)  # hides the rows after step 250 logged so far
+        t.event("checkpoint", step=(batch + 1) * 100, path=f"ckpt-{batch}")
+        t.flush()
+        followed.refresh()
+        fresh = open_run(t.id, dir=root)
+        for key in ("loss", "eval"):
+            assert followed.series(key).steps.tolist() == fresh.series(key).steps.tolist()
+        assert followed.events() == fresh.events()
+        assert followed.state == "running"
+    t.finish()
+    followed.refresh()
+    assert followed.state == "finished"
+    assert followed.series("loss").steps.tolist() == [*range(0, 251), *range(401, 501)]
+
+
+def test_a_refreshed_run_takes_a_torn_record_once_it_is_whole(root):
+    from tunetrack import Tracker
+
+    t = Tracker(dir=root, name="torn", system=False).start()
+    for step in range(1, 4):
+        t.log({"x": float(step)}, step=step)
+        t.flush()
+    t.finish()
+    data = next((root / t.id).glob("*.ttr"))
+    whole = data.read_bytes()
+    last = whole.rfind(b"\xa1k\xa1r")  # inside the last rows record
+    data.write_bytes(whole[: last + 5])  # the writer is still in the middle of it
+    run = open_run(t.id, dir=root)
+    assert run.series("x").steps.tolist() == [1, 2]
+    data.write_bytes(whole)
+    run.refresh()
+    assert run.series("x").steps.tolist() == [1, 2, 3]

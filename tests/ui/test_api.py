@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from helpers import wait_until
 from tunetrack import Tracker
+from tunetrack.reader import open_run
 from tunetrack.ui.app import create_app
 from tunetrack.ui.downsample import m4
 
@@ -27,13 +29,17 @@ def spiky(root):
     return t.id
 
 
-def test_downsampling_keeps_a_single_step_spike_at_every_zoom(root, spiky):
+@pytest.mark.parametrize("batch", [False, True], ids=["one series", "batch"])
+def test_downsampling_keeps_a_single_step_spike_at_every_zoom(root, spiky, batch):
     with client(root) as c:
         for start, end in [(None, None), (1, 100_000), (50_000, 90_000), (77_000, 78_000), (77_770, 77_790)]:
             params = {"key": "loss", "width": 300}
             if start is not None:
                 params |= {"start": start, "end": end}
-            data = c.get(f"/api/runs/{spiky}/series", params=params).json()
+            if batch:
+                (data,) = c.get("/api/series", params={**params, "run": spiky}).json()["series"]
+            else:
+                data = c.get(f"/api/runs/{spiky}/series", params=params).json()
             assert len(data["x"]) <= 4 * 300
             assert 100.0 in data["y"] and data["x"][data["y"].index(100.0)] == 77_777, (start, end)
             assert data["total"] == 100_000
@@ -105,3 +111,139 @@ def test_a_deleted_run_and_a_torn_file_are_not_500s(root, spiky):
         shutil.rmtree(root / spiky)
         assert c.get(f"/api/runs/{spiky}").status_code == 404
         assert c.get("/api/runs").json() == []
+
+
+def test_one_request_brings_every_chart_of_a_run(root, monkeypatch):
+    from tunetrack.system.host import HostSource
+
+    monkeypatch.delenv("TUNETRACK_SYSTEM", raising=False)
+    t = Tracker(dir=root, name="sys", system_interval=0.05, system_sources=[HostSource()]).start()
+    for step in range(1, 301):
+        t.log({"loss": 1.0 / step, "lr": 0.1}, step=step)
+    wait_until(lambda: t.flush() and open_run(t.id, dir=root).nodes, timeout=20)
+    t.finish()
+    with client(root) as c:
+        meta = c.get(f"/api/runs/{t.id}").json()
+        entries = c.get("/api/series", params={"run": t.id, "width": 50}).json()["series"]
+        expected = [(k, None) for k in meta["keys"]] + [
+            (k, n) for n in meta["nodes"] for k in meta["system_keys"]
+        ]
+        assert [(e["key"], e["node"]) for e in entries] == expected and meta["system_keys"]
+        for e in entries:  # the same points as asking for each series alone
+            alone = c.get(
+                f"/api/runs/{t.id}/series", params={"key": e["key"], "node": e["node"], "width": 50}
+            ).json()
+            assert (e["x"], e["y"], e["total"]) == (alone["x"], alone["y"], alone["total"])
+        assert entries[0]["downsampled"] and len(entries[0]["x"]) <= 4 * 50
+
+
+def test_batched_cursors_send_every_point_once(root):
+    t = Tracker(dir=root, name="live", system=False).start()
+    seen: dict[str, list[int]] = {"loss": [], "eval": []}
+    cursors = {"loss": 0, "eval": 0}
+    with client(root) as c:
+        for batch in range(6):
+            for step in range(batch * 20 + 1, (batch + 1) * 20 + 1):
+                t.log({"loss": float(step), **({"eval": 1.0} if step % 3 == 0 else {})}, step=step)
+            t.flush()
+            params = {"run": t.id, "key": list(cursors), "node": ["", ""], "cursor": list(cursors.values())}
+            for entry in c.get("/api/series", params=params).json()["series"]:
+                assert not entry["reset"]
+                seen[entry["key"]] += entry["x"]
+                cursors[entry["key"]] = entry["cursor"]
+    t.finish()
+    assert seen == {"loss": list(range(1, 121)), "eval": list(range(3, 121, 3))}
+
+
+def test_batch_entries_say_what_they_cannot_read(root, spiky):
+    with client(root) as c:
+        params = {
+            "run": [spiky, "nope", spiky],
+            "key": ["loss", "loss", "cpu.percent"],
+            "node": ["", "", "x"],
+        }
+        ok, missing, no_node = c.get("/api/series", params=params).json()["series"]
+        assert ok["total"] == 100_000 and "error" not in ok
+        assert "no run" in missing["error"] and "x" in no_node["error"]
+        bad = c.get("/api/series", params={"run": spiky, "key": ["a", "b"], "cursor": [1]})
+        assert bad.status_code == 422
+
+
+def test_nan_and_inf_travel_as_null(root):
+    t = Tracker(dir=root, name="gaps", system=False).start()
+    for step, v in enumerate([1.0, math.nan, math.inf, 2.0], start=1):
+        t.log({"loss": v}, step=step)
+    t.finish()
+    with client(root) as c:
+        assert c.get(f"/api/runs/{t.id}/series", params={"key": "loss"}).json()["y"] == [1.0, None, None, 2.0]
+        assert c.get("/api/runs").json()[0]["loss"] == 2.0
+
+
+def test_compare_lists_keys_and_only_the_config_that_differs(root):
+    ids = []
+    for i, config in enumerate(
+        [{"lr": 0.1, "layers": 2}, {"lr": 0.2, "layers": 2}, {"layers": 2, "seed": 1}]
+    ):
+        t = Tracker(dir=root, name=f"r{i}", system=False, config=config).start()
+        t.log({"loss": 1.0, f"only{i}": 1.0}, step=1)
+        t.finish()
+        ids.append(t.id)
+    with client(root) as c:
+        data = c.get("/api/compare", params={"id": ids}).json()
+        assert [r["keys"] for r in data["runs"]] == [["loss", f"only{i}"] for i in range(3)]
+        assert data["rows"] == [
+            {"key": "lr", "values": ["0.1", "0.2", None]},
+            {"key": "seed", "values": [None, None, "1"]},
+        ]
+        assert c.get("/api/compare", params={"id": [ids[0], "nope"]}).status_code == 404
+
+
+def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):
+    t = Tracker(dir=root, name="done", system=False).start()
+    for step in range(1, 11):
+        t.log({"loss": 1.0 / step}, step=step)
+    t.finish()
+    for data in (root / t.id).glob("*.ttr"):
+        data.write_bytes(b"")  # the listing must not need it: the end record holds the last values
+    with client(root) as c:
+        (row,) = c.get("/api/runs").json()
+    assert (row["state"], row["last_step"], row["loss"]) == ("finished", 10, 0.1)
+
+
+def test_the_runs_table_follows_runs_that_start_write_and_end(root):
+    with client(root) as c:
+        assert c.get("/api/runs").json() == []
+        t = Tracker(dir=root, name="growing", system=False).start()
+        t.log({"loss": 1.0}, step=1)
+        t.flush()
+        (row,) = c.get("/api/runs").json()
+        assert (row["state"], row["last_step"], row["loss"]) == ("running", 1, 1.0)
+        t.log({"loss": 0.5}, step=2)
+        t.flush()
+        assert c.get("/api/runs").json()[0]["last_step"] == 2
+        t.finish("failed")
+        assert c.get("/api/runs").json()[0]["state"] == "failed"
+        assert [r["state"] for r in c.get("/api/runs", params={"state": "failed"}).json()] == ["failed"]
+        again = Tracker(dir=root, resume=t.id, system=False).start()  # a resumed run: new files, live again
+        again.log({"loss": 0.25}, step=3)
+        again.flush()
+        (row,) = c.get("/api/runs").json()
+        assert (row["state"], row["last_step"], row["loss"]) == ("running", 3, 0.25)
+        again.finish()
+        assert c.get("/api/runs").json()[0]["state"] == "finished"
+
+
+def test_scripts_are_revalidated_and_plotly_is_cached_under_its_version(root, spiky):
+    import re
+
+    with client(root) as c:
+        page = c.get(f"/run/{spiky}")
+        assert page.headers["cache-control"] == "no-cache"
+        (url,) = re.findall(r'src="(/static/vendor/plotly-[^"]+)"', page.text)
+        plotly = c.get(url)
+        assert plotly.status_code == 200 and "immutable" in plotly.headers["cache-control"]
+        assert (
+            "plotly.js (basic - minified)" in plotly.text[:200]
+        )  # the build's basic bundle (hatch_build.py)
+        assert c.get("/static/run.js").headers["cache-control"] == "no-cache"
+        assert c.get("/static/vendor/plotly-0.0.0.min.js").status_code == 404

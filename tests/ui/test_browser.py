@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from conftest import ARTIFACTS
-from helpers import spawn_script, wait_until
+from helpers import drag_across, spawn_script, wait_until
 from tunetrack import Tracker
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -54,10 +54,13 @@ def test_runs_table_run_page_and_compare(root, server_factory, page):
     assert "finished" in rows[a] and "failed" in rows[b] and "killed" in rows[x]
     page.screenshot(path=str(ARTIFACTS / "runs.png"))
 
+    series_requests = []
+    page.on("request", lambda r: series_requests.append(r.url) if "/api/series" in r.url else None)
     page.click("text=alpha")
     # (polling from Python: the page's CSP forbids the eval that wait_for_function would need)
     wait_until(lambda: len(page.query_selector_all("#charts .chart .main-svg")) >= 2, timeout=20)
     assert len(page.query_selector_all("#charts .chart")) == 2  # loss, lr
+    assert len(series_requests) == 1  # every chart of the page in one request
     assert page.inner_text("#events").count("checkpoint") == 1
     assert "model.layers" in page.inner_text("#config")
     page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
@@ -132,3 +135,91 @@ def test_non_loopback_bind_requires_the_token(root, server_factory, page):
     page.wait_for_selector("#runs tbody tr")  # the cookie carries the token for the page's API calls
     page.screenshot(path=str(ARTIFACTS / "token.png"))
     assert server.stop() == 0  # Ctrl-C stops it cleanly
+
+
+def test_zoom_fetches_detail_and_display_options_fetch_nothing(root, server_factory, page):
+    t = Tracker(dir=root, name="long", system=False).start()
+    for step in range(1, 20_001):
+        t.log({"loss": 1.0 if step == 10_001 else 0.5}, step=step)  # a one-step spike in the middle
+    t.finish()
+    server = server_factory(root)
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if "/api/series" in r.url else None)
+    page.goto(f"{server.base}/run/{t.id}")
+    chart = page.wait_for_selector("#charts .chart[data-points]")
+    whole = int(chart.get_attribute("data-points"))
+    assert whole < 20_000  # downsampled
+    drag_across(page, chart)
+    page.mouse.up()
+    wait_until(lambda: chart.get_attribute("data-drawn") == "2", timeout=20)
+    assert "start=" in requests[-1] and "end=" in requests[-1]  # detail for the zoomed range
+    page.screenshot(path=str(ARTIFACTS / "zoomed.png"))
+    before = len(requests)
+    page.check("#logy")
+    page.fill("#smooth", "0.5")
+    page.dispatch_event("#smooth", "change")
+    page.wait_for_timeout(300)
+    assert len(requests) == before  # log scale and smoothing redraw what the page has
+    page.select_option("#xaxis", "time")
+    wait_until(lambda: chart.get_attribute("data-drawn") == "3", timeout=20)
+    assert len(requests) == before + 1 and "x=time" in requests[-1]  # a zoom in steps is dropped
+    ticks = [t.text_content() for t in chart.query_selector_all(".xtick")]
+    assert ticks and not any("1970" in t for t in ticks)  # the zoom in steps was not kept as a date range
+    page.screenshot(path=str(ARTIFACTS / "wall-time.png"))
+
+
+def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):
+    ids = []
+    for i, name in enumerate(["one", "two", XSS]):
+        t = Tracker(dir=root, name=name, system=False, config={"lr": 0.1 * (i + 1), "seed": 0}).start()
+        for step in range(1, 5_001):
+            t.log({"loss": (i + 1) / step}, step=step)
+        t.finish()
+        ids.append(t.id)
+    server = server_factory(root)
+    page.goto(f"{server.base}/compare?ids={','.join(ids)}")
+    chart = page.wait_for_selector("#charts .chart[data-traces='3']")
+    assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == ["lr"]
+    assert XSS in page.inner_text("#diff thead")
+    requests = []
+    page.on("request", lambda r: requests.append(r.url) if "/api/series" in r.url else None)
+    drag_across(page, chart)
+    page.mouse.up()
+    wait_until(lambda: chart.get_attribute("data-drawn") == "2", timeout=20)
+    assert len(requests) == 1 and "start=" in requests[0]  # one request re-fetches all three runs
+    page.screenshot(path=str(ARTIFACTS / "compare-zoomed.png"))
+    assert page.dialogs == []
+
+
+def test_a_long_live_run_is_thinned_again_on_the_server(root, server_factory, page, tmp_path):
+    go = tmp_path / "go"
+    writer = spawn_script(
+        """
+        import os, sys, time
+        from tunetrack import Tracker
+        t = Tracker(dir=sys.argv[1], name="long-live", system=False).start()
+        t.log({"loss": 1.0}, step=0)
+        t.flush()
+        print(t.id, flush=True)
+        while not os.path.exists(sys.argv[2]):
+            time.sleep(0.05)
+        for step in range(1, 30_001):  # far more than a chart keeps: M4 sends ~4 points per pixel
+            t.log({"loss": 1.0 / step}, step=step)
+            if step % 2_000 == 0:
+                t.flush()
+        time.sleep(60)
+    """,
+        str(root),
+        str(go),
+    )
+    run_id = writer.stdout.readline().strip()
+    server = server_factory(root)
+    try:
+        page.goto(f"{server.base}/run/{run_id}")
+        chart = page.wait_for_selector("#charts .chart[data-points='1']")
+        go.touch()
+        # drawn a second time: the appended points were replaced by a thinned copy from the server
+        wait_until(lambda: chart.get_attribute("data-drawn") == "2", timeout=60)
+        assert int(chart.get_attribute("data-points")) < 30_000
+    finally:
+        writer.kill()

@@ -71,14 +71,26 @@ class ProcessRecords:
     system: list[Block] = field(default_factory=list)
     configs: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: bytes of the file decoded so far: a later read of the growing file starts here
+    offset: int = 0
+
+    def extend(self, more: ProcessRecords) -> None:
+        self.blocks += more.blocks
+        self.system += more.system
+        self.configs += more.configs
+        self.events += more.events
+        self.offset = more.offset
 
 
-def read_process(path: Path, ended: bool) -> ProcessRecords:
-    """Decode every intact record of ``path``. A torn tail is normal while the writer is alive,
-    so it is reported only for a process that has ended; corruption is always reported."""
-    out = ProcessRecords()
+def read_process(path: Path, ended: bool, start: int = 0) -> ProcessRecords:
+    """Decode every intact record of ``path`` from byte ``start`` (where an earlier read stopped).
+    A torn tail is normal while the writer is alive, so it is reported only for a process that has
+    ended; corruption is always reported."""
+    out = ProcessRecords(offset=start)
     try:
-        buf = path.read_bytes()
+        with open(path, "rb") as f:
+            f.seek(start)
+            buf = f.read()
     except OSError:
         return out
     report = ScanReport()
@@ -98,10 +110,11 @@ def read_process(path: Path, ended: bool) -> ProcessRecords:
             out.configs.append((rec["t"], rec["config"]))
         elif kind == "e":
             out.events.append(rec)
+    out.offset = start + report.consumed
     if report.corrupt or (report.torn_tail and ended):
         what = f"{report.corrupt} corrupt record(s)" if report.corrupt else "a torn last record"
         warn_once(
-            f"scan:{path}:{len(buf)}",
+            f"scan:{path}:{start}:{len(buf)}",
             f"{path}: skipped {what} ({report.skipped_bytes} bytes); everything else was read",
         )
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -89,7 +90,10 @@ class _Process:
 
 
 class Run:
-    """One run, read from its folder. Cheap to create: data files are read on first use."""
+    """One run, read from its folder. Cheap to create: data files are read on first use.
+
+    A long-lived reader (the dashboard) keeps one ``Run`` and calls ``refresh()`` when the files
+    changed; one ``Run`` may be shared by threads."""
 
     def __init__(self, path: Path, run_json: dict[str, Any]) -> None:
         self.path = path
@@ -99,6 +103,18 @@ class Run:
         self.tags: list[str] = list(run_json.get("tags") or [])
         self.created: float = float(run_json.get("created", 0.0))
         self._run_json = run_json
+        self._read: dict[Path, ProcessRecords] = {}  # each data file's records decoded so far
+        self._lock = threading.RLock()
+        self._merged: ProcessRecords | None = None
+
+    def refresh(self) -> None:
+        """Take in what was written since the last read: new processes, end records, appended records.
+        Data files are read on from where the last read stopped, so following a live run costs what
+        it appended, not its whole history."""
+        with self._lock:
+            self._merged = None
+            for name in ("_processes", "_status", "config"):
+                self.__dict__.pop(name, None)
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, name={self.name!r}, project={self.project!r}, state={self.state!r})"
@@ -162,12 +178,32 @@ class Run:
         }
 
     # -- records -------------------------------------------------------------------------------
-    @cached_property
+    def _process_records(self, proc: _Process) -> ProcessRecords:
+        """``proc``'s records: those read before, plus whatever its file gained since."""
+        path, ended = proc.data_path, proc.end is not None or not proc.alive()
+        known = self._read.get(path)
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        if known is None or size < known.offset:  # first read, or the file was replaced: from the start
+            known = self._read[path] = read_process(path, ended)
+        elif size > known.offset:
+            known.extend(read_process(path, ended, known.offset))
+        return known
+
+    @property
     def _records(self) -> ProcessRecords:
+        with self._lock:  # merged and stored under the lock: a refresh() meanwhile is never undone
+            if self._merged is None:
+                self._merged = self._merge()
+            return self._merged
+
+    def _merge(self) -> ProcessRecords:
         merged = ProcessRecords()
         self._system_blocks: dict[str, list[Block]] = {}
         for proc in self._processes:
-            recs = read_process(proc.data_path, ended=proc.end is not None or not proc.alive())
+            recs = self._process_records(proc)
             merged.blocks += recs.blocks
             self._system_blocks.setdefault(proc.node, []).extend(recs.system)
             merged.configs += recs.configs

@@ -34,6 +34,9 @@ class ScanReport:
     torn_tail: bool = False
     skipped_bytes: int = 0
     problems: list[str] = field(default_factory=list)
+    #: Bytes that need no second look: everything before a torn tail (the writer may still finish it),
+    #: so a reader following a growing file goes on from here.
+    consumed: int = 0
 
 
 def _valid_header(buf: bytes | memoryview, pos: int, end: int) -> int | None:
@@ -51,6 +54,7 @@ def scan(buf: bytes, report: ScanReport | None = None) -> Iterator[bytes]:
     report = report if report is not None else ScanReport()
     view = memoryview(buf)
     pos, end = 0, len(buf)
+    report.consumed = 0
     while pos < end:
         length = _valid_header(view, pos, end)
         if length is not None and pos + 16 + length <= end:
@@ -58,11 +62,11 @@ def scan(buf: bytes, report: ScanReport | None = None) -> Iterator[bytes]:
             payload = view[start : start + length]
             (crc,) = _CRC.unpack_from(view, start + length)
             if zlib.crc32(payload) == crc:
+                pos = report.consumed = start + length + 4
                 yield bytes(payload)
-                pos = start + length + 4
                 continue
         if length is not None and pos + 16 + length > end:
-            # A record that runs past the end: the writer was stopped mid-write.
+            # A record that runs past the end: the writer was stopped mid-write (or is still writing).
             report.torn_tail = True
             report.skipped_bytes += end - pos
             return
@@ -73,8 +77,10 @@ def scan(buf: bytes, report: ScanReport | None = None) -> Iterator[bytes]:
         if nxt is None:
             if end - pos < 16:
                 report.torn_tail, report.corrupt = True, report.corrupt - 1
+            else:
+                report.consumed = end
             return
-        pos = nxt
+        pos = report.consumed = nxt
 
 
 def _resync(view: memoryview, pos: int, end: int) -> int | None:

@@ -7,21 +7,21 @@ never run inline scripts (a Content-Security-Policy forbids them) and render use
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import importlib.resources
-import math
 import os
-import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from ..errors import TunetrackError
-from ..reader import Run, list_runs, open_run
+from ..reader import Run, Series
+from .cache import RunCache
 from .downsample import m4
 
 STATIC = Path(__file__).parent / "static"
@@ -32,10 +32,62 @@ CSP = (
 COOKIE = "tunetrack_token"
 
 
-def _json_safe(values: np.ndarray) -> list[Any]:
-    """NaN and ±Inf have no JSON form: they travel as null (a gap in the line)."""
-    out = values.tolist()
-    return [None if isinstance(v, float) and not math.isfinite(v) else v for v in out]
+XAxis = Annotated[str, Query(pattern="^(step|time)$")]
+
+
+def _find(run: Run, key: str, node: str | None) -> Series | None:
+    """A training metric (empty if never logged), or a system metric of one node (None if that node has none)."""
+    return run.series(key) if node is None else run.system_series(key).get(node)
+
+
+def _points(
+    s: Series, x: str, width: int, start: float | None, end: float | None, cursor: int | None
+) -> dict[str, Any]:
+    """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (the
+    number of points the client has), only the points after it; ``reset`` when a rewind removed
+    points the client has, so it starts over. (NaN and ±Inf leave as null, a gap in the line:
+    FastAPI serializes through pydantic, which writes them so.)"""
+    xs = s.steps if x == "step" else s.times
+    values = (
+        s.values.astype(np.float64, copy=False)
+        if s.values.dtype != object
+        else np.array(
+            [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
+        )
+    )
+    total = len(s)
+    if cursor is not None:
+        if cursor > total:
+            return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
+        return {
+            "reset": False,
+            "cursor": total,
+            "total": total,
+            "x": xs[cursor:].tolist(),
+            "y": values[cursor:].tolist(),
+        }
+    if total > 1 and np.any(np.diff(xs) < 0):
+        order = np.argsort(xs, kind="stable")
+        xs, values = xs[order], values[order]
+    idx = m4(xs, values, width, start, end)
+    return {
+        "total": total,
+        "cursor": total,
+        "downsampled": len(idx) < total,
+        "x": xs[idx].tolist(),
+        "y": values[idx].tolist(),
+    }
+
+
+def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]]:
+    """(key, each run's value as text, None where absent) for every flat config key whose values differ."""
+    missing = object()
+    out = []
+    for key in sorted(set().union(*flats)):
+        raw = [f.get(key, missing) for f in flats]
+        if any(v != raw[0] for v in raw[1:]):
+            out.append((key, [None if v is missing else str(v) for v in raw]))
+    return out
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -57,53 +109,25 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             response = JSONResponse({"detail": f"could not read the store: {exc!r}"}, status_code=503)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
+        if not request.url.path.startswith("/api/"):
+            # Pages and our scripts: asked again each time (a 304 while unchanged), so an upgrade is
+            # seen at once. (Plotly's URL names its content: cached for good, and compiled once.)
+            response.headers.setdefault("Cache-Control", "no-cache")
         if token is not None and request.query_params.get("token"):
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         return response
 
-    cache: dict[str, tuple[tuple, Run]] = {}
+    runs_cache = RunCache(root)
 
     def run_or_404(run_id: str) -> Run:
-        """The run, parsed once while its files are unchanged (a page's charts share one parse)."""
         try:
-            run = open_run(run_id, dir=root)
+            return runs_cache.open(run_id)
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
-        # Recheck at least every 5 s even without writes: a silent run turns ``crashed``.
-        signature = (
-            int(time.time() // 5),
-            *sorted(
-                (e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(run.path) if e.is_file()
-            ),
-        )
-        hit = cache.get(run.id)
-        if hit is not None and hit[0] == signature:
-            return hit[1]
-        if len(cache) > 64:
-            cache.pop(next(iter(cache)))
-        cache[run.id] = (signature, run)
-        return run
 
     @app.get("/api/runs", summary="Runs, newest first")
     def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        out = []
-        for r in list_runs(root, project=project, state=state):
-            loss = r.series("loss")
-            out.append(
-                {
-                    "id": r.id,
-                    "name": r.name,
-                    "project": r.project,
-                    "state": r.state,
-                    "tags": r.tags,
-                    "hosts": r.hosts,
-                    "created": r.created,
-                    "ended": r.ended,
-                    "last_step": r.last_step,
-                    "loss": _json_safe(loss.values[-1:])[0] if len(loss) else None,
-                }
-            )
-        return out
+        return runs_cache.rows(project=project, state=state)
 
     @app.get("/api/runs/{run_id}", summary="One run: metadata, config, keys, events")
     def run(run_id: str) -> dict[str, Any]:
@@ -132,62 +156,82 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     def series(
         run_id: str,
         key: str,
-        x: str = Query("step", pattern="^(step|time)$"),
+        x: XAxis = "step",
         width: int = 1500,
         start: float | None = None,
         end: float | None = None,
         cursor: int | None = None,
         node: str | None = None,
     ) -> dict[str, Any]:
-        r = run_or_404(run_id)
-        if node is not None:
-            s = r.system_series(key).get(node)
-            if s is None:
-                raise HTTPException(404, f"no system metric {key!r} on {node!r}")
+        found = _find(run_or_404(run_id), key, node or None)
+        if found is None:
+            raise HTTPException(404, f"no system metric {key!r} on {node!r}")
+        return {"key": key, **_points(found, x, width, start, end, cursor)}
+
+    @app.get(
+        "/api/series",
+        summary="Many series in one request (every chart of a page): downsampled, or new points since each cursor",
+        description="The lists ``key``, ``node`` and ``cursor`` are aligned (one entry per series; an empty "
+        "``node`` is a training metric), and ``run`` has one id per series or one for all. Without ``key``: "
+        "every training and system metric of the run(s). A run or node that cannot be read gives an entry "
+        "with ``error`` instead of failing the whole request.",
+    )
+    def many(
+        run: Annotated[list[str], Query()],
+        key: Annotated[list[str] | None, Query()] = None,
+        node: Annotated[list[str] | None, Query()] = None,
+        cursor: Annotated[list[int] | None, Query()] = None,
+        x: XAxis = "step",
+        width: int = 1500,
+        start: float | None = None,
+        end: float | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        if key is None:
+            if node or cursor:
+                raise HTTPException(422, "node and cursor need the keys they belong to")
+            specs = [(run_id, k, n) for run_id in run for k, n in _all_keys(run_id)]
         else:
-            s = r.series(key)
-        xs = s.steps if x == "step" else s.times
-        total = len(s)
-        if cursor is not None:  # live: only what is new; reset when a rewind hid earlier points
-            if cursor > total:
-                return {"key": key, "reset": True, "cursor": 0, "total": total, "x": [], "y": []}
-            return {
-                "key": key,
-                "reset": False,
-                "cursor": total,
-                "total": total,
-                "x": _json_safe(xs[cursor:]),
-                "y": _json_safe(s.values[cursor:].astype(np.float64)),
-            }
-        values = (
-            s.values.astype(np.float64)
-            if s.values.dtype != object
-            else np.array(
-                [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
-            )
-        )
-        order = np.argsort(xs, kind="stable") if total > 1 and np.any(np.diff(xs) < 0) else None
-        if order is not None:
-            xs, values = xs[order], values[order]
-        idx = m4(xs, values, width, start, end)
+            if (
+                len(run) not in (1, len(key))
+                or len(node or key) != len(key)
+                or len(cursor or key) != len(key)
+            ):
+                raise HTTPException(422, "run, node and cursor must have one entry per key (or run just one)")
+            specs = list(zip(run * len(key) if len(run) == 1 else run, key, node or [""] * len(key)))
+        out = []
+        for i, (run_id, k, n) in enumerate(specs):
+            entry: dict[str, Any] = {"run": run_id, "key": k, "node": n or None}
+            try:
+                found = _find(runs_cache.open(run_id), k, n or None)
+            except TunetrackError as exc:
+                found, entry["error"] = None, str(exc)
+            if found is not None:
+                entry |= _points(found, x, width, start, end, cursor[i] if cursor else None)
+            elif "error" not in entry:
+                entry["error"] = f"no system metric {k!r} on {n!r}"
+            out.append(entry)
+        return {"series": out}
+
+    def _all_keys(run_id: str) -> list[tuple[str, str]]:
+        try:
+            r = runs_cache.open(run_id)
+        except TunetrackError:
+            return [("", "")]  # one entry, which then reports the run as missing
+        return [(k, "") for k in r.keys()] + [(k, n) for n in r.nodes for k in r.system_keys()]
+
+    @app.get("/api/compare", summary="Runs side by side: their metric keys, and the config keys that differ")
+    def compare(id: Annotated[list[str], Query()]) -> dict[str, Any]:
+        rs = [run_or_404(i) for i in id]
+        flats = [r.flat_config for r in rs]
         return {
-            "key": key,
-            "total": total,
-            "cursor": total,
-            "downsampled": len(idx) < total,
-            "x": _json_safe(xs[idx]),
-            "y": _json_safe(values[idx]),
+            "runs": [{"id": r.id, "name": r.name, "state": r.state, "keys": r.keys()} for r in rs],
+            "rows": [{"key": k, "values": values} for k, values in _differing(flats)],
         }
 
     @app.get("/api/diff", summary="Config keys that differ between two runs")
     def diff(a: str, b: str) -> dict[str, Any]:
         ra, rb = run_or_404(a), run_or_404(b)
-        fa, fb = ra.flat_config, rb.flat_config
-        rows = [
-            {"key": k, "a": str(fa[k]) if k in fa else None, "b": str(fb[k]) if k in fb else None}
-            for k in sorted(set(fa) | set(fb))
-            if fa.get(k, ...) != fb.get(k, ...)
-        ]
+        rows = [{"key": k, "a": va, "b": vb} for k, (va, vb) in _differing([ra.flat_config, rb.flat_config])]
         return {"a": ra.id, "b": rb.id, "rows": rows}
 
     @app.get("/api/runs/{run_id}/media/{path:path}", summary="An image stored with the run")
@@ -199,22 +243,40 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             raise HTTPException(404, "no such media file in this run")
         return FileResponse(target)
 
-    @app.get("/static/vendor/plotly.min.js", include_in_schema=False)
-    def plotly_js() -> FileResponse:
+    plotly = _plotly()
+    plotly_tag = hashlib.sha256(plotly.read_bytes()).hexdigest()[:12]
+
+    @app.get("/static/vendor/plotly-{tag}.min.js", include_in_schema=False)
+    def plotly_js(tag: str) -> FileResponse:
+        """Plotly under a URL that names its content: the browser keeps it without asking again (no
+        round trip before a chart page can draw), and a new bundle gets a new URL."""
+        if tag != plotly_tag:
+            raise HTTPException(404, "not this server's Plotly")
         return FileResponse(
-            str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"),
+            plotly,
             media_type="application/javascript",
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
         )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     for page, name in (("/", "index.html"), ("/run/{run_id}", "run.html"), ("/compare", "compare.html")):
-        app.add_api_route(page, _page(name), include_in_schema=False)
+        html = (STATIC / name).read_text().replace("{plotly}", f"/static/vendor/plotly-{plotly_tag}.min.js")
+        app.add_api_route(page, _page(html), include_in_schema=False)
     return app
 
 
-def _page(name: str) -> Any:
-    def serve() -> FileResponse:
-        return FileResponse(STATIC / name, media_type="text/html")
+def _plotly() -> Path:
+    """Plotly's basic bundle where the build put it into the package (``hatch_build.py``: a quarter of
+    the full bundle's compile time), else the full bundle the ``plotly`` package ships."""
+    basic = STATIC / "vendor" / "plotly-basic.min.js"
+    if basic.is_file():
+        return basic
+    return Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
+def _page(html: str) -> Any:
+    def serve() -> HTMLResponse:
+        return HTMLResponse(html)
 
     return serve

@@ -14,36 +14,25 @@ def m4(
     x: np.ndarray, y: np.ndarray, width: int, lo: float | None = None, hi: float | None = None
 ) -> np.ndarray:
     """Indices (ascending) of the points to draw for ``x`` in ``[lo, hi]``; ``x`` must be sorted."""
-    keep = np.ones(len(x), dtype=bool)
-    if lo is not None:
-        keep &= x >= lo
-    if hi is not None:
-        keep &= x <= hi
-    idx = np.flatnonzero(keep)
+    first = 0 if lo is None else int(np.searchsorted(x, lo, side="left"))
+    stop = len(x) if hi is None else int(np.searchsorted(x, hi, side="right"))
     width = max(int(width), 1)
-    if len(idx) <= 4 * width:
-        return idx
-    xs = x[idx].astype(np.float64)
-    ys = y[idx].astype(np.float64)
-    span = xs[-1] - xs[0]
-    buckets = (
-        np.minimum(((xs - xs[0]) / span * width).astype(np.int64), width - 1)
-        if span > 0
-        else np.zeros(len(xs), np.int64)
-    )
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
-    counts = np.diff(np.r_[starts, len(xs)])
+    if stop - first <= 4 * width:
+        return np.arange(first, max(stop, first))
+    xs, ys = x[first:stop], y[first:stop]
+    # Bucket b holds the points with x in [x0 + b * span / width, x0 + (b + 1) * span / width).
+    edges = xs[0] + (xs[-1] - xs[0]) * (np.arange(1, width) / width)
+    starts = np.unique(np.searchsorted(xs, edges, side="left"))
+    starts = np.r_[0, starts[(starts > 0) & (starts < len(xs))]]
+    ends = np.r_[starts[1:], len(xs)] - 1
+    chosen = [starts, ends]
     finite = np.isfinite(ys)
-    # Extremes are taken over the finite values; a bucket of NaNs keeps its first and last point.
-    low = np.where(finite, ys, np.inf)
-    high = np.where(finite, ys, -np.inf)
-    owner = np.repeat(np.arange(len(starts)), counts)
-    pos = np.arange(len(xs))
-    at_min = np.minimum.reduceat(
-        np.where(low == np.minimum.reduceat(low, starts)[owner], pos, len(xs)), starts
-    )
-    at_max = np.minimum.reduceat(
-        np.where(high == np.maximum.reduceat(high, starts)[owner], pos, len(xs)), starts
-    )
-    chosen = np.r_[starts, starts + counts - 1, at_min, at_max]
-    return idx[np.unique(chosen[chosen < len(xs)])]
+    counts = ends - starts + 1
+    for reduce, fill in ((np.minimum, np.inf), (np.maximum, -np.inf)):
+        # Extremes are taken over the finite values; a bucket of NaNs keeps its first and last point.
+        values = ys if finite.all() else np.where(finite, ys, fill)
+        extreme = reduce.reduceat(values, starts)
+        hits = np.flatnonzero(values == np.repeat(extreme, counts))
+        at = hits[np.searchsorted(hits, starts)]  # the first point of each bucket that is its extreme
+        chosen.append(at[np.isfinite(extreme)])
+    return first + np.unique(np.concatenate(chosen))

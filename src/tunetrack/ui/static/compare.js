@@ -1,34 +1,44 @@
 "use strict";
 const ids = (new URLSearchParams(location.search).get("ids") || "").split(",").filter(Boolean);
 
+// One request per chart, carrying every run's series of that key; zooming fetches detail again.
+async function draw(chart) {
+  const params = { x: "step", width: bucketWidth(document.getElementById("charts")), ...(chart.range || {}) };
+  const entries = await fetchSeries(params, chart.runs.map(r => ({ run: r.id, key: chart.key })));
+  const traces = entries.map((s, i) => ({ x: s.x || [], y: s.y || [], mode: "lines", type: "scatter",
+                                          name: `${chart.runs[i].name} (${chart.runs[i].id})` }));
+  await plotlyReady;
+  await Plotly.react(chart.div, traces, chartLayout(chart.key, { showlegend: traces.length <= 10 }), PLOT_CONFIG);
+  chart.div.dataset.traces = String(traces.length);
+  chart.div.dataset.points = String(traces.reduce((n, t) => n + t.x.length, 0));
+  markDrawn(chart.div);
+}
 async function load() {
-  let runs;
-  try { runs = await Promise.all(ids.map(id => api(`/api/runs/${encodeURIComponent(id)}`))); }
+  let meta;
+  try { meta = await api(`/api/compare?${ids.map(id => `id=${encodeURIComponent(id)}`).join("&")}`); }
   catch (e) { document.getElementById("error").textContent = `cannot compare: ${e.message}`; return; }
   const head = document.querySelector("#diff thead tr");
-  for (const r of runs) head.appendChild(el("th", `${r.name} (${r.id})`));
-  const keys = [...new Set(runs.flatMap(r => Object.keys(r.flat_config)))].sort();
+  for (const r of meta.runs) head.appendChild(el("th", `${r.name} (${r.id})`));
   const body = document.querySelector("#diff tbody");
-  for (const key of keys) {
-    const values = runs.map(r => r.flat_config[key] ?? "—");
-    if (values.every(v => v === values[0])) continue;  // only what differs
-    const tr = row([key, ...values]);
-    tr.dataset.key = key;
+  for (const d of meta.rows) {  // only the keys whose values differ
+    const tr = row([d.key, ...d.values.map(v => v ?? "—")]);
+    tr.dataset.key = d.key;
     body.appendChild(tr);
   }
-  const metricKeys = [...new Set(runs.flatMap(r => r.keys))];
   const grid = document.getElementById("charts");
-  for (const key of metricKeys) {
+  const keys = [...new Set(meta.runs.flatMap(r => r.keys))];
+  await Promise.all(keys.map(async key => {
     const div = el("div", null, "chart");
     div.dataset.key = key;
     grid.appendChild(div);
-    const traces = await Promise.all(runs.filter(r => r.keys.includes(key)).map(async r => {
-      const s = await api(`/api/runs/${encodeURIComponent(r.id)}/series?key=${encodeURIComponent(key)}&width=1000`);
-      return { x: s.x, y: s.y, mode: "lines", name: `${r.name} (${r.id})`, type: s.x.length > 2000 ? "scattergl" : "scatter" };
-    }));
-    await Plotly.newPlot(div, traces, { title: { text: key, font: { size: 13 } }, margin: { l: 50, r: 10, t: 30, b: 30 } },
-                         { responsive: true, displaylogo: false });
-    div.dataset.traces = String(traces.length);
-  }
+    const chart = { key, div, runs: meta.runs.filter(r => r.keys.includes(key)), range: null };
+    try {
+      await draw(chart);
+      onZoom(div, range => {
+        chart.range = range;
+        draw(chart).catch(e => { document.getElementById("error").textContent = `cannot zoom ${key}: ${e.message}`; });
+      });
+    } catch (e) { div.textContent = `cannot draw ${key}: ${e.message}`; }
+  }));
 }
 load();

@@ -1,6 +1,6 @@
 "use strict";
 const runId = decodeURIComponent(location.pathname.split("/").pop());
-const charts = new Map();  // key -> {div, node, cursor, raw: {x, y}}
+const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range}
 let run = null;
 const EVENT_COLORS = { checkpoint: "#16a34a", evaluation: "#2563eb", rewind: "#d97706", health: "#dc2626" };
 
@@ -27,51 +27,77 @@ function eventShapes() {
 }
 function layout(title) {
   const o = opts();
-  return { title: { text: title, font: { size: 13 } }, margin: { l: 50, r: 10, t: 30, b: 30 },
-           yaxis: { type: o.log ? "log" : "linear" }, xaxis: { title: { text: o.x } }, shapes: eventShapes(),
-           showlegend: false, uirevision: title };
+  // uirevision keeps the user's zoom across redraws, but a zoom in steps means nothing in time
+  return chartLayout(title, { yaxis: { type: o.log ? "log" : "linear" }, xaxis: { title: { text: o.x } },
+                              shapes: eventShapes(), showlegend: false, uirevision: `${title}/${o.x}` });
 }
-function seriesUrl(key, node, extra, div) {
-  const x = opts().x === "step" ? "step" : "time";
-  // About one bucket per horizontal pixel: M4 then sends at most four points per pixel.
-  const width = String(Math.max(100, Math.round((div && div.clientWidth) || 600)));
-  const q = new URLSearchParams({ key, x, width, ...extra });
-  if (node) q.set("node", node);
-  return `/api/runs/${encodeURIComponent(runId)}/series?${q}`;
+function chartId(key, node) { return node ? `${node}/${key}` : key; }
+function seriesParams(extra) {
+  return { run: runId, x: opts().x === "step" ? "step" : "time", width: bucketWidth(document.getElementById("charts")), ...extra };
 }
-async function draw(chart) {
-  const data = await api(seriesUrl(chart.key, chart.node, chart.range || {}, chart.div));
+function trace(chart) {
+  return { x: xsFor(chart.raw.x), y: smoothed(chart.raw.y, opts().smooth), mode: "lines", name: chart.key, type: "scatter" };
+}
+async function plot(chart, data) {
+  if (data.error) { chart.div.textContent = `cannot draw ${chart.title}: ${data.error}`; return; }
   chart.raw = { x: data.x, y: data.y };
   chart.cursor = data.cursor;
-  const trace = { x: xsFor(data.x), y: smoothed(data.y, opts().smooth), mode: "lines", name: chart.key,
-                  type: data.x.length > 2000 ? "scattergl" : "scatter" };
-  await Plotly.react(chart.div, [trace], layout(chart.title), { responsive: true, displaylogo: false });
-  chart.div.dataset.points = String(data.x.length);
+  await plotlyReady;
+  await Plotly.react(chart.div, [trace(chart)], layout(chart.title), PLOT_CONFIG);
+  if (!chart.zoomable) {
+    chart.zoomable = true;
+    onZoom(chart.div, range => {
+      if (opts().x !== "step") return;  // zoomed by date: the chart keeps what it has
+      chart.range = range;
+      load([chart]);  // re-fetch detail for the zoomed range
+    });
+  }
+  chart.div.dataset.points = String(chart.raw.x.length);
+  markDrawn(chart.div);
 }
-async function poll(chart) {
-  if (chart.range) return;  // zoomed in: the user is looking at history
-  const data = await api(seriesUrl(chart.key, chart.node, { cursor: String(chart.cursor) }));
-  if (data.reset) return draw(chart);
+// (Re)loads charts: one request for all that show their whole range, one per zoomed chart.
+async function load(list) {
+  const whole = list.filter(c => !c.range);
+  const groups = list.filter(c => c.range).map(c => [[c], c.range]);
+  if (whole.length) groups.push([whole, {}]);
+  await Promise.all(groups.map(async ([group, range]) => {
+    try {
+      const entries = await fetchSeries(seriesParams(range), group.map(c => ({ key: c.key, node: c.node })));
+      for (let i = 0; i < group.length; i++) { await plot(group[i], entries[i]); await breathe(); }
+    } catch (e) { for (const c of group) c.div.textContent = `cannot draw ${c.title}: ${e.message}`; }
+  }));
+}
+// Live: appends what is new since each chart's cursor; a rewind (reset) reloads the chart.
+async function extend(chart, data) {
+  if (data.error) return;
+  if (data.reset) return load([chart]);
   if (!data.x.length) return;
   chart.cursor = data.cursor;
   chart.raw.x.push(...data.x); chart.raw.y.push(...data.y);
-  await Plotly.extendTraces(chart.div, { x: [xsFor(data.x)], y: [data.y] }, [0]);
+  // Hours of live points would pile up past what M4 sends: thin the chart again on the server.
+  if (chart.raw.x.length > 8 * Math.max(100, chart.div.clientWidth)) return load([chart]);
+  if (opts().smooth) await Plotly.react(chart.div, [trace(chart)], layout(chart.title), PLOT_CONFIG);
+  else await Plotly.extendTraces(chart.div, { x: [xsFor(data.x)], y: [data.y] }, [0]);
   chart.div.dataset.points = String(chart.raw.x.length);
 }
 function addChart(container, key, node) {
   const div = el("div", null, "chart");
   div.dataset.key = key;
+  if (node) div.dataset.node = node;
   container.appendChild(div);
-  const chart = { key, node, div, title: node ? `${key} · ${node}` : key, cursor: 0, raw: { x: [], y: [] } };
-  charts.set(node ? `${node}/${key}` : key, chart);
-  draw(chart).then(() => {
-    div.on("plotly_relayout", ev => {
-      if (ev["xaxis.range[0]"] !== undefined && opts().x === "step") {
-        chart.range = { start: String(ev["xaxis.range[0]"]), end: String(ev["xaxis.range[1]"]) };
-        draw(chart);  // re-fetch detail for the zoomed range
-      } else if (ev["xaxis.autorange"]) { chart.range = null; draw(chart); }
-    });
-  }).catch(e => { div.textContent = `cannot draw ${key}: ${e.message}`; });
+  const chart = { key, node, div, title: node ? `${key} · ${node}` : key, cursor: 0, raw: { x: [], y: [] }, range: null };
+  charts.set(chartId(key, node), chart);
+  return chart;
+}
+function addCharts(meta) {
+  const added = [];
+  for (const key of meta.keys) if (!charts.has(key)) added.push(addChart(document.getElementById("charts"), key, null));
+  for (const node of meta.nodes) {
+    for (const key of meta.system_keys) {
+      if (!charts.has(chartId(key, node))) added.push(addChart(document.getElementById("system"), key, node));
+    }
+  }
+  return added;
 }
 function renderEvents() {
   const body = document.querySelector("#events tbody");
@@ -106,35 +132,67 @@ function renderConfig() {
     if (!query || k.toLowerCase().includes(query) || v.toLowerCase().includes(query)) body.appendChild(row([k, v]));
   }
 }
-async function load() {
+function showState() {
+  document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));
+}
+async function start() {
+  // Both requests leave at once: every chart's data does not wait for the run's metadata.
+  const meta = api(`/api/runs/${encodeURIComponent(runId)}`);
+  const all = fetchSeries(seriesParams({}));
+  all.catch(() => {});  // reported below, once the charts exist
   try {
-    run = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    run = await meta;
   } catch (e) {
     document.getElementById("error").textContent = `cannot show this run: ${e.message}`;
     return;
   }
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
-  document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));
+  showState();
   if (run.error) document.getElementById("error").textContent = run.error;
-  for (const key of run.keys) addChart(document.getElementById("charts"), key, null);
-  for (const node of run.nodes) for (const key of run.system_keys) addChart(document.getElementById("system"), key, node);
+  addCharts(run);
   renderEvents(); renderMedia(); renderConfig();
+  let entries = [];
+  try { entries = await all; } catch (e) { document.getElementById("error").textContent = `cannot read the metrics: ${e.message}`; }
+  for (const entry of entries) {
+    const chart = charts.get(chartId(entry.key, entry.node));
+    if (!chart) continue;  // a key logged since the metadata: the next refresh adds it
+    await plot(chart, entry);
+    await breathe();
+  }
+  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && !c.div.textContent);
+  if (missed.length) await load(missed);  // logged between the two requests
 }
+let refreshing = false;  // a slow poll must not overlap the next: both would append the same points
 async function refresh() {
-  if (!run || run.state !== "running") return;
+  if (!run || run.state !== "running" || refreshing) return;
+  refreshing = true;
   try {
     const fresh = await api(`/api/runs/${encodeURIComponent(runId)}`);
-    for (const key of fresh.keys) if (!charts.has(key)) addChart(document.getElementById("charts"), key, null);
+    const added = addCharts(fresh);
     run.events = fresh.events; run.state = fresh.state;
-    document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));
+    showState();
     renderEvents();
-    await Promise.all([...charts.values()].map(poll));
+    const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
+    if (live.length) {
+      const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },
+                                        live.map(c => ({ key: c.key, node: c.node, cursor: c.cursor })));
+      await Promise.all(live.map((c, i) => extend(c, entries[i])));
+    }
+    if (added.length) await load(added);
     document.getElementById("status").textContent = `live · ${new Date().toLocaleTimeString()}`;
-  } catch (e) { document.getElementById("status").textContent = `live update failed: ${e.message}`; }
+  } catch (e) {
+    document.getElementById("status").textContent = `live update failed: ${e.message}`;
+  } finally { refreshing = false; }
 }
-for (const id of ["xaxis", "logy", "smooth"]) {
-  document.getElementById(id).addEventListener("change", () => charts.forEach(draw));
+document.getElementById("xaxis").addEventListener("change", () => {
+  for (const c of charts.values()) c.range = null;  // a zoom in steps means nothing in time
+  load([...charts.values()]);
+});
+for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: nothing to fetch
+  document.getElementById(id).addEventListener("change", () => {
+    for (const c of charts.values()) if (c.div.dataset.points !== undefined) Plotly.react(c.div, [trace(c)], layout(c.title), PLOT_CONFIG);
+  });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);
-load();
+start();
 setInterval(refresh, 1000);

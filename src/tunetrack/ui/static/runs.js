@@ -5,8 +5,7 @@ const selected = new Set();
 
 function render() {
   const query = document.getElementById("search").value.toLowerCase();
-  const body = document.querySelector("#runs tbody");
-  body.replaceChildren();
+  const rows = document.createDocumentFragment();  // one insertion: the table is laid out once
   const shown = runs.filter(r => !query || [r.name, r.project, r.state, ...(r.tags || [])].join(" ").toLowerCase().includes(query));
   shown.sort((a, b) => {
     const va = sortKey === "duration" ? (a.ended || Date.now() / 1000) - a.created : a[sortKey];
@@ -21,14 +20,20 @@ function render() {
     const tr = row([...cells, r.project ?? "—", (r.tags || []).join(", "), (r.hosts || []).join(", "),
                     fmtTime(r.created), duration(r), r.last_step ?? "—", fmtNum(r.loss)]);
     tr.dataset.run = r.id;
-    body.appendChild(tr);
+    rows.appendChild(tr);
   }
+  document.querySelector("#runs tbody").replaceChildren(rows);
   document.getElementById("status").textContent = `${shown.length} of ${runs.length} runs`;
 }
 function update() { document.getElementById("compare").disabled = selected.size < 2; }
+let shownJson = "";
 async function load() {
-  try { runs = await api("/api/runs"); render(); }
-  catch (e) { document.getElementById("status").textContent = `cannot list runs: ${e.message}`; }
+  try {
+    const fresh = await api("/api/runs");
+    const json = JSON.stringify(fresh);
+    if (json === shownJson && !runs.some(r => r.state === "running")) return;  // nothing changed: keep the DOM
+    shownJson = json; runs = fresh; render();
+  } catch (e) { document.getElementById("status").textContent = `cannot list runs: ${e.message}`; }
 }
 document.getElementById("search").addEventListener("input", render);
 document.getElementById("compare").addEventListener("click", () => {

@@ -254,7 +254,7 @@ def test_store_disabled_runs_backends_only(root):
 
 
 def test_full_buffer_drops_are_counted_not_silent(root):
-    t = Tracker(dir=root, max_pending=10).start()
+    t = Tracker(dir=root, max_pending=100).start()  # 10 rows until the writer has seen a row's width
     t._writer.stop_event.set()  # freeze the writer's progress by finishing it first
     t._writer.join()
     with warnings.catch_warnings(record=True) as caught:
@@ -275,3 +275,16 @@ def test_log_after_finish_is_counted(root):
         t.log({"x": 1.0})
     assert t._counters.late_rows == 1
     assert any("after finish" in str(w.message) for w in caught)
+
+
+def test_the_backlog_is_bounded_in_values_not_rows(root):
+    """Wide rows (per-layer or RL logging) get proportionally fewer pending rows: memory is bounded."""
+    t = Tracker(dir=root, max_pending=50_000, system=False).start()
+    t.log({f"layer.{i}/grad_norm": float(i) for i in range(500)})
+    assert t.flush()
+    assert t._queue.cap == 100  # 50,000 values / 500 per row
+    t.log({"loss": 1.0})
+    assert t.flush()
+    assert t._queue.cap == 50_000
+    t.finish()
+    assert open_run(t.id, dir=root).series("layer.7/grad_norm").values.tolist() == [7.0]

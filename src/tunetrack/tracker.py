@@ -65,7 +65,7 @@ class Tracker:
         all_ranks: bool = False,
         flush_interval: float = 1.0,
         fsync_interval: float = 30.0,
-        max_pending: int = 200_000,
+        max_pending: int = 1_000_000,
         system: bool | None = None,
         system_interval: float | None = None,
         system_sources: Sequence[Any] | None = None,
@@ -160,7 +160,7 @@ class Tracker:
         store, resumed = self._open_store(now, ranks, role)
         if job is not None and store is not None and ranks.rank == 0:
             _quietly(jobs.publish, root, job, self.id)
-        self._use_queue(RowQueue())
+        self._use_queue(RowQueue(cap=max(self._max_pending // 10, 1)))  # until the writer sees rows
         self._launch(store, resumed, ranks)
         if self._initial_config is not None:
             self.log_config(self._initial_config)
@@ -205,6 +205,7 @@ class Tracker:
             health=None
             if self._health is False
             else HealthMonitor(self._health if self._health is not True else None),
+            max_pending=self._max_pending,
         )
         self._writer.start()
         self._start_system(ranks)
@@ -335,7 +336,7 @@ class Tracker:
             else:
                 row, plain = snapshot(metrics, self.strict), False
             self._step = step
-            if len(buf) >= self._max_pending and not self._room_after_waiting(buf):
+            if len(buf) >= self._queue.cap and not self._room_after_waiting(buf):
                 return
             self._add_step(step)
             self._add_time(_now())
@@ -357,12 +358,13 @@ class Tracker:
         """
         for _ in range(5):
             time.sleep(0.001)
-            if len(buf) < self._max_pending:
+            if len(buf) < self._queue.cap:
                 return True
         self._counters.dropped_rows += 1
         warn_once(
             f"full:{self.id}",
-            f"the writer cannot keep up ({self._max_pending} rows pending); rows are being "
+            f"the writer cannot keep up ({len(buf):,} rows, about {self._max_pending:,} values, pending); "
+            "rows are being "
             "dropped and counted (see the run's summary)",
         )
         return False

@@ -25,7 +25,8 @@ from .store.local import LocalStore, Rows, encode_rows
 
 _popleft = deque.popleft
 
-BATCH_ROWS = 4096
+#: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
+BATCH_VALUES = 65_536
 
 
 class RowQueue:
@@ -33,13 +34,17 @@ class RowQueue:
     appending allocates no garbage-collected container, so a fast logging loop never makes the
     collector walk the backlog. ``rows`` is appended last, so ``len(rows)`` rows are always complete."""
 
-    __slots__ = ("plains", "rows", "steps", "times")
+    __slots__ = ("cap", "plains", "rows", "steps", "times")
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int = 100_000) -> None:
         self.steps: deque = deque()
         self.times: deque = deque()
         self.plains: deque = deque()
         self.rows: deque = deque()
+        #: rows ``log()`` may queue before it waits, then drops. The writer keeps it at
+        #: ``max_pending`` values divided by the width of the rows it sees, so memory is bounded in
+        #: values whatever the number of metrics per row.
+        self.cap = cap
 
     def take(self, n: int, into: Rows) -> None:
         """Move the next ``n`` rows into ``into`` (on the writer thread; C-level loops only)."""
@@ -77,6 +82,7 @@ class Writer(threading.Thread):
         heartbeat_interval: float = 5.0,
         tick: float = 0.02,
         health: HealthMonitor | None = None,
+        max_pending: int = 1_000_000,
     ) -> None:
         super().__init__(name=f"tunetrack-writer-{run.id}", daemon=True)
         self.buf = buf
@@ -91,6 +97,8 @@ class Writer(threading.Thread):
         self.tick = min(tick, flush_interval)
         self.stop_event = threading.Event()
         self.health = health
+        self.max_pending = max_pending
+        self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
         self.end: dict[str, Any] = {}
         self._pending = Rows()
         self._pending_system = Rows()
@@ -116,9 +124,13 @@ class Writer(threading.Thread):
         waiters = self._drain()
         now = time.monotonic()
         due = now - self._last_write >= self.flush_interval
-        while True:  # a backlog is taken and written in bounded chunks
-            self.buf.take(min(len(self.buf.rows), BATCH_ROWS - len(self._pending)), self._pending)
-            if len(self._pending) < BATCH_ROWS:
+        while True:  # a backlog is taken and written in blocks of about BATCH_VALUES values
+            batch = max(BATCH_VALUES // self._width, 1)
+            self.buf.take(min(len(self.buf.rows), batch - len(self._pending)), self._pending)
+            if self._pending:
+                self._width = max(len(self._pending.values[-1]), 1)
+                self.buf.cap = max(self.max_pending // self._width, 1)
+            if len(self._pending) < batch:
                 break
             self._write_rows()
         if self._pending and (due or stopping or waiters):

@@ -2,7 +2,7 @@
 
 Every method runs on the writer thread, never on the training thread. ``Tracker.log`` only appends to
 a buffer, so a slow backend never blocks training: it delays the writer, and if the writer falls
-``max_pending`` rows behind, further rows are dropped and counted rather than waited for. The first
+``max_pending`` values behind, further rows are dropped and counted rather than waited for. The first
 exception a backend raises is reported once (a ``TunetrackWarning`` with the traceback) and that
 backend is disabled for the rest of the run; the local store and other backends carry on.
 

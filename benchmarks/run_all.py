@@ -471,7 +471,7 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
         for lib, r in results[workload].items():
             s = r["summary"] if isinstance(r, dict) else None
             if s is None:
-                rows.append([lib, "", "", r, "", "", "", "", "", ""])
+                rows.append([lib, "", "", r, "", "", "", "", "", "", ""])
                 continue
             stored = s.get("stored_points")
             stored_text = (
@@ -481,7 +481,9 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
                 if stored == s.get("expected_points")
                 else f"{stored} (!)"
             )
-            ratio = s["per_call_us"] / tt["per_call_us"] if tt and lib not in ("null", "tunetrack") else None
+            peer = tt and lib not in ("null", "tunetrack")
+            ratio = s["per_call_us"] / tt["per_call_us"] if peer else None
+            ratio_durable = s["until_durable_us"] / tt["until_durable_us"] if peer else None
             rows.append(
                 [
                     lib + (" (loop only)" if lib == "null" else ""),
@@ -494,6 +496,7 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
                     f"{s['disk_mb']:.1f}",
                     stored_text,
                     fmt_ratio(ratio),
+                    fmt_ratio(ratio_durable),
                 ]
             )
         print(f"\n== {title} ==")
@@ -510,9 +513,10 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
                     "disk MB",
                     "read back",
                     "÷ tunetrack",
+                    "durable ÷ tunetrack",
                 ],
                 rows,
-                "<>>>>>>>>>",
+                "<>>>>>>>>>>",
             )
         )
         for lib, r in results[workload].items():
@@ -549,26 +553,46 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
 
     # -- targets (issue 2) --
     full = not plan["quick"]
+    # "All costs included": µs/call until durable = (loop + finish()) / calls. The loop alone leaves
+    # out whatever a library defers to a background thread that is still busy when the loop ends (the
+    # floor's JSONL writer, trackio's sender), so the targets are judged on the durable figure; the
+    # loop-only ratios are printed beside them.
+    # In --quick the loops are short, so finish()'s fixed cost (a thread join, an fsync) weighs on the
+    # durable figure: indicative only.
     tt10, fl10 = summary(results, "log10", "tunetrack"), summary(results, "log10", "floor")
     if tt10 and fl10:
+        x = tt10["until_durable_us"] / fl10["until_durable_us"]
+        verdict(
+            "log10 µs/call until durable: tunetrack ÷ queue+thread floor",
+            x,
+            x <= 1.0 if full else None,
+            "≤ 1.0",
+        )
         x = tt10["per_call_us"] / fl10["per_call_us"]
-        verdict("log10 µs/call: tunetrack ÷ queue+thread floor", x, x <= 1.0, "≤ 1.0")
+        verdict("log10 µs/call, loop only: tunetrack ÷ queue+thread floor", x, None, "(info)")
     for peer in PEERS:
         p = summary(results, "log10", peer)
         if tt10 and p:
-            x = p["per_call_us"] / tt10["per_call_us"]
+            x = p["until_durable_us"] / tt10["until_durable_us"]
             verdict(
-                f"log10 µs/call: {peer} ÷ tunetrack",
+                f"log10 µs/call until durable: {peer} ÷ tunetrack",
                 x,
-                x >= 20 if peer == "trackio" else None,
+                x >= 20 if peer == "trackio" and full else None,
                 "≥ 20" if peer == "trackio" else "",
             )
+            if peer == "trackio":
+                x = p["per_call_us"] / tt10["per_call_us"]
+                verdict("log10 µs/call, loop only: trackio ÷ tunetrack", x, None, "(info)")
     tt500 = summary(results, "log500", "tunetrack")
     peers500 = {p: s["per_call_us"] for p in PEERS if (s := summary(results, "log500", p))}
     if tt500 and peers500:
         fastest = min(peers500, key=peers500.get)  # type: ignore[arg-type]
         x = peers500[fastest] / tt500["per_call_us"]
         verdict(f"log500 µs/call: fastest peer ({fastest}) ÷ tunetrack", x, x >= 20, "≥ 20 (aim)")
+        p500 = summary(results, "log500", fastest)
+        assert p500 is not None
+        x = p500["until_durable_us"] / tt500["until_durable_us"]
+        verdict(f"log500 µs/call until durable: {fastest} ÷ tunetrack", x, None, "(info)")
     if tt500 and (fl := summary(results, "log500", "floor")):
         x = tt500["per_call_us"] / fl["per_call_us"]
         verdict("log500 µs/call: tunetrack ÷ floor", x, None, "(info)")

@@ -76,6 +76,31 @@ def test_cursor_sends_every_point_once(root):
     assert seen == list(range(1, 186))
 
 
+def test_a_rewind_resets_the_cursor_even_when_more_points_follow_than_it_hid(root):
+    """A resume rewinds 80 -> 50 and the new attempt logs 40 rows before the next poll: the series is
+    longer than the client's copy, but its points 51..80 are not the ones the client holds."""
+    t = Tracker(dir=root, name="resumed", system=False).start()
+    with client(root) as c:
+        for step in range(1, 81):
+            t.log({"loss": 1.0}, step=step)
+        t.flush()
+        first = c.get(f"/api/runs/{t.id}/series", params={"key": "loss", "cursor": 0}).json()
+        assert first["x"] == list(range(1, 81))
+        t.rewind(50)
+        for step in range(51, 91):
+            t.log({"loss": 2.0}, step=step)
+        t.flush()
+        poll = c.get(f"/api/runs/{t.id}/series", params={"key": "loss", "cursor": first["cursor"]}).json()
+        assert poll["reset"] and poll["cursor"] == 0
+        reload = c.get(f"/api/runs/{t.id}/series", params={"key": "loss", "cursor": 0}).json()
+        assert reload["x"] == list(range(1, 91)) and reload["y"] == [1.0] * 50 + [2.0] * 40
+        assert (
+            c.get(f"/api/runs/{t.id}/series", params={"key": "loss", "cursor": reload["cursor"]}).json()["x"]
+            == []
+        )
+    t.finish()
+
+
 def test_token_required_everywhere_when_set(root, spiky):
     with client(root, token="s3cret") as c:
         for path in ("/", f"/run/{spiky}", "/api/runs", "/static/run.js", "/openapi.json"):

@@ -348,6 +348,12 @@ class Run:
         """Text samples (``Tracker.log_text``): ``{"step", "time", "key", "rows": [...]}`` in time order."""
         return [e for e in self.events() if e["kind"] == "text" and (key is None or e.get("key") == key)]
 
+    @property
+    def rewinds(self) -> int:
+        """How many rewinds (resumes from a checkpoint) the run had: a reader that holds points of a
+        series from before the last one holds points that are now hidden."""
+        return sum(e.get("kind") == "rewind" for e in self._records.events)
+
     def events(self) -> list[dict[str, Any]]:
         """Events (checkpoints, evaluations, rewinds, health warnings) in time order."""
         return [

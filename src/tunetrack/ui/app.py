@@ -40,13 +40,18 @@ def _find(run: Run, key: str, node: str | None) -> Series | None:
     return run.series(key) if node is None else run.system_series(key).get(node)
 
 
+#: a cursor is ``rewinds << CURSOR_BITS | points``: opaque to clients, who send back what they got
+CURSOR_BITS = 32
+
+
 def _points(
-    s: Series, x: str, width: int, start: float | None, end: float | None, cursor: int | None
+    s: Series, x: str, width: int, start: float | None, end: float | None, cursor: int | None, rewinds: int
 ) -> dict[str, Any]:
-    """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (the
-    number of points the client has), only the points after it; ``reset`` when a rewind removed
-    points the client has, so it starts over. (NaN and ±Inf leave as null, a gap in the line:
-    FastAPI serializes through pydantic, which writes them so.)"""
+    """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (as the
+    last answer returned it), only the points after it. The cursor also holds how many rewinds the run
+    had: after a rewind the client's points are stale (hidden points may have been logged again, even
+    as many as were hidden), so the answer is ``reset`` and the client starts over. (NaN and ±Inf
+    leave as null, a gap in the line: FastAPI serializes through pydantic, which writes them so.)"""
     xs = s.steps if x == "step" else s.times
     values = (
         s.values.astype(np.float64, copy=False)
@@ -56,15 +61,17 @@ def _points(
         )
     )
     total = len(s)
+    new_cursor = rewinds << CURSOR_BITS | total
     if cursor is not None:
-        if cursor > total:
+        seen, had = cursor >> CURSOR_BITS, cursor & ((1 << CURSOR_BITS) - 1)
+        if cursor and (seen != rewinds or had > total):  # 0: from the start, whatever happened
             return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
         return {
             "reset": False,
-            "cursor": total,
+            "cursor": new_cursor,
             "total": total,
-            "x": xs[cursor:].tolist(),
-            "y": values[cursor:].tolist(),
+            "x": xs[had:].tolist(),
+            "y": values[had:].tolist(),
         }
     if total > 1 and np.any(np.diff(xs) < 0):
         order = np.argsort(xs, kind="stable")
@@ -72,7 +79,7 @@ def _points(
     idx = m4(xs, values, width, start, end)
     return {
         "total": total,
-        "cursor": total,
+        "cursor": new_cursor,
         "downsampled": len(idx) < total,
         "x": xs[idx].tolist(),
         "y": values[idx].tolist(),
@@ -163,10 +170,11 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         cursor: int | None = None,
         node: str | None = None,
     ) -> dict[str, Any]:
-        found = _find(run_or_404(run_id), key, node or None)
+        r = run_or_404(run_id)
+        found = _find(r, key, node or None)
         if found is None:
             raise HTTPException(404, f"no system metric {key!r} on {node!r}")
-        return {"key": key, **_points(found, x, width, start, end, cursor)}
+        return {"key": key, **_points(found, x, width, start, end, cursor, r.rewinds)}
 
     @app.get(
         "/api/series",
@@ -202,11 +210,12 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         for i, (run_id, k, n) in enumerate(specs):
             entry: dict[str, Any] = {"run": run_id, "key": k, "node": n or None}
             try:
-                found = _find(runs_cache.open(run_id), k, n or None)
+                r = runs_cache.open(run_id)
+                found = _find(r, k, n or None)
             except TunetrackError as exc:
                 found, entry["error"] = None, str(exc)
             if found is not None:
-                entry |= _points(found, x, width, start, end, cursor[i] if cursor else None)
+                entry |= _points(found, x, width, start, end, cursor[i] if cursor else None, r.rewinds)
             elif "error" not in entry:
                 entry["error"] = f"no system metric {k!r} on {n!r}"
             out.append(entry)

@@ -158,7 +158,8 @@ async function start() {
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
-  addCharts(run);
+  // Axes, titles and legends built while the server still reads the data: only the lines wait for it.
+  for (const chart of addCharts(run)) draw(chart);
   setInterval(refresh, 1000);
   let entries = [];
   try { entries = await all; } catch (e) { document.getElementById("error").textContent = `cannot read the metrics: ${e.message}`; }
@@ -168,7 +169,7 @@ async function start() {
     plot(chart, entry);
     await breathe();
   }
-  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && !c.div.textContent);
+  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && c.div.chart);  // not failed
   if (missed.length) await load(missed);  // logged between the two requests
 }
 let refreshing = false;  // a slow poll must not overlap the next: both would append the same points

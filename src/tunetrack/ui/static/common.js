@@ -50,7 +50,9 @@ function lineChart(div, data, range, { title, x, names, log = false, markers = (
   const chart = new uPlot({
     title, width: div.clientWidth, height: CHART_HEIGHT,
     scales: { x: { time: x === "time" }, y: { distr: log ? 3 : 1 } },
-    series: [{ label: x }, ...names.map((label, i) => ({ label, stroke: lineColor(i), width: 1.5,
+    // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
+    // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
+    series: [{ label: x }, ...names.map((label, i) => ({ label, stroke: lineColor(i), width: 1,
                                                           value: (u, v) => (v == null ? "--" : fmtNum(v)) }))],
     axes: [{}, { values: log ? logTicks : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },

@@ -5,9 +5,9 @@
 Browser rows (seconds from navigation until everything is drawn, medians over repetitions):
 
 1. Run page with 20 charts of 100,000 points each, cold: a fresh browser profile (empty cache), so
-   Plotly is downloaded and compiled first; every repetition opens a run the server has not read
+   uPlot is downloaded and compiled first; every repetition opens a run the server has not read
    yet (copies of one run).
-2. The same, warm: the browser has shown a run page before (Plotly in its cache), the run is new to
+2. The same, warm: the browser has shown a run page before (uPlot in its cache), the run is new to
    the server.
 3. The runs table with 1,000 runs (every row in the table).
 4. Compare: 50 runs of 4 metrics x 100,000 points overlaid (every chart has its 50 traces), and a
@@ -182,26 +182,26 @@ def main() -> None:
                     ready = page.evaluate(
                         "performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd"
                     )
-                    plotly = page.evaluate(
-                        "performance.getEntriesByType('resource').find(e => e.name.includes('/plotly'))"
-                        ".decodedBodySize"
+                    uplot = page.evaluate(
+                        "performance.getEntriesByType('resource').filter(e => e.name.includes('/uplot-'))"
+                        ".reduce((n, e) => n + e.decodedBodySize, 0)"
                     )
                     requests, size = api_traffic(page)
                     notes.append(
                         f"run page, cold: {requests} API requests, {size / 1e3:.0f} kB of JSON; "
-                        f"Plotly ({plotly / 1e6:.1f} MB) ready after {ready / 1e3:.2f} s"
+                        f"uPlot ({uplot / 1e3:.0f} kB, script and style) ready after {ready / 1e3:.2f} s"
                     )
                 context.close()
 
             context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
-            timed(page, f"{base}/run/{pages[-1]}", charts_drawn(page))  # Plotly now in this profile's cache
+            timed(page, f"{base}/run/{pages[-1]}", charts_drawn(page))  # uPlot now in this profile's cache
             for i in range(reps):
                 record(
                     "run page, warm browser", timed(page, f"{base}/run/{pages[reps + i]}", charts_drawn(page))
                 )
             ready = page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
-            notes.append(f"run page, warm: Plotly ready after {ready / 1e3:.2f} s")
+            notes.append(f"run page, warm: uPlot ready after {ready / 1e3:.2f} s")
 
             for _ in range(reps):
                 table = browser.new_context(viewport=VIEWPORT).new_page()

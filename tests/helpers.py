@@ -117,9 +117,9 @@ class Server:
 
 
 def drag_across(page: Any, chart: Any) -> None:
-    """Press and drag across the middle of a Plotly chart's plot area (40% to 60% of its width): a zoom
-    box, which Plotly applies when the caller releases the mouse (``page.mouse.up()``)."""
-    box = chart.query_selector(".nsewdrag").bounding_box()
+    """Press and drag across the middle of a uPlot chart's plot area (its overlay, 40% to 60% of its
+    width): a selection, which uPlot zooms to when the caller releases the mouse (``page.mouse.up()``)."""
+    box = chart.query_selector(".u-over").bounding_box()
     y = box["y"] + box["height"] / 2
     page.mouse.move(box["x"] + box["width"] * 0.4, y)
     page.mouse.down()

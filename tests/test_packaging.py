@@ -6,7 +6,9 @@ import email.parser
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -74,17 +76,43 @@ def test_console_script_is_installed():
 def wheel(tmp_path_factory) -> Path:
     """The real wheel, built from this checkout as `pip install .` would build it."""
     out = tmp_path_factory.mktemp("wheel")
-    # The tests session installs hatchling; elsewhere pip fetches it into an isolated build env.
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", *isolation, "-w", str(out), str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = _build_wheel(ROOT, out)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (built,) = out.glob("tunetrack-*.whl")
     return built
+
+
+def _build_wheel(
+    source: Path, out: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    # The tests session installs hatchling; elsewhere pip fetches it into an isolated build env.
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("hatchling") else []
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", *isolation, "-w", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+
+
+def test_a_build_without_npm_succeeds_with_a_warning_and_no_charting_library(tmp_path):
+    """hatch_build.py fetches uPlot with npm: without npm the wheel still builds, says why it has no
+    charts, and ships the dashboard without uPlot (its pages then say it was not built in)."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "hatch_build.py", "README.md"):
+        shutil.copy(ROOT / name, source)
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("vendor", "__pycache__"))
+    proc = _build_wheel(source, tmp_path, env={**os.environ, "PATH": str(tmp_path / "no-npm-here")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "could not fetch uplot@1.6.32 with npm" in proc.stdout + proc.stderr
+    assert "rebuild with npm available" in proc.stdout + proc.stderr
+    (built,) = tmp_path.glob("tunetrack-*.whl")
+    with zipfile.ZipFile(built) as zf:
+        names = zf.namelist()
+    assert "tunetrack/ui/static/run.js" in names
+    assert not [n for n in names if "/vendor/" in n]
 
 
 def _metadata(wheel: Path) -> email.message.Message:
@@ -112,7 +140,12 @@ def test_wheel_ships_the_package_and_nothing_else(wheel):
     assert "tunetrack/__init__.py" in names
     assert "tunetrack/cli/__init__.py" in names
     assert any(n.startswith("tunetrack/ui/static/") for n in names)  # the dashboard's assets
-    assert "tunetrack/ui/static/vendor/plotly-basic.min.js" in names  # fetched from npm by hatch_build.py
+    for vendor in (
+        "uPlot.iife.min.js",
+        "uPlot.min.css",
+        "uPlot.LICENSE",
+    ):  # fetched from npm by hatch_build.py
+        assert f"tunetrack/ui/static/vendor/{vendor}" in names
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"tunetrack"}  # no tests, benchmarks, examples
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

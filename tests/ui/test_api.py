@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from helpers import wait_until
-from tunetrack import Tracker
+from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import open_run
 from tunetrack.ui.app import create_app
 from tunetrack.ui.downsample import m4
@@ -258,17 +258,39 @@ def test_the_runs_table_follows_runs_that_start_write_and_end(root):
         assert c.get("/api/runs").json()[0]["state"] == "finished"
 
 
-def test_scripts_are_revalidated_and_plotly_is_cached_under_its_version(root, spiky):
+def test_scripts_are_revalidated_and_uplot_is_cached_under_its_version(root, spiky):
     import re
 
     with client(root) as c:
         page = c.get(f"/run/{spiky}")
         assert page.headers["cache-control"] == "no-cache"
-        (url,) = re.findall(r'src="(/static/vendor/plotly-[^"]+)"', page.text)
-        plotly = c.get(url)
-        assert plotly.status_code == 200 and "immutable" in plotly.headers["cache-control"]
-        assert (
-            "plotly.js (basic - minified)" in plotly.text[:200]
-        )  # the build's basic bundle (hatch_build.py)
+        (js,) = re.findall(r'<script defer src="(/static/vendor/uplot-[0-9a-f]+\.min\.js)"', page.text)
+        (css,) = re.findall(
+            r'<link rel="stylesheet" href="(/static/vendor/uplot-[0-9a-f]+\.min\.css)"', page.text
+        )
+        uplot = c.get(js)
+        assert uplot.status_code == 200 and "immutable" in uplot.headers["cache-control"]
+        assert uplot.text.startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */")  # hatch_build.py
+        style = c.get(css)
+        assert style.status_code == 200 and "immutable" in style.headers["cache-control"]
+        assert style.headers["content-type"].startswith("text/css") and ".uplot" in style.text
         assert c.get("/static/run.js").headers["cache-control"] == "no-cache"
-        assert c.get("/static/vendor/plotly-0.0.0.min.js").status_code == 404
+        assert c.get("/static/vendor/uplot-000000000000.min.js").status_code == 404
+        assert c.get(js.replace(".min.js", ".min.txt")).status_code == 404
+
+
+def test_without_uplot_the_pages_link_none_and_still_load(root, spiky, monkeypatch, tmp_path):
+    """A build without npm: the server starts, and its pages link no charting library (their scripts
+    then say that it was not built in)."""
+    from tunetrack.ui import app
+
+    monkeypatch.setattr(
+        app, "UPLOT", {ext: (tmp_path / path.name, kind) for ext, (path, kind) in app.UPLOT.items()}
+    )
+    monkeypatch.setattr("tunetrack._warnings._seen", set())
+    with pytest.warns(TunetrackWarning, match="not built in: rebuild with npm available"), client(root) as c:
+        for path in ("/", f"/run/{spiky}", f"/compare?ids={spiky}"):
+            page = c.get(path)
+            assert page.status_code == 200 and "/static/vendor/" not in page.text, path
+            assert "<!--uplot" not in page.text, path
+        assert c.get("/static/common.js").status_code == 200

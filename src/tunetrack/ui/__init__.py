@@ -1,1 +1,1 @@
-"""The local dashboard (``tunetrack ui``): a FastAPI app over the read API, Plotly charts in the browser."""
+"""The local dashboard (``tunetrack ui``): a FastAPI app over the read API, uPlot charts in the browser."""

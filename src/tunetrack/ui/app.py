@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib.resources
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +18,7 @@ from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from .._warnings import warn_once
 from ..errors import TunetrackError
 from ..reader import Run, Series
 from .cache import RunCache
@@ -30,6 +30,11 @@ CSP = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 COOKIE = "tunetrack_token"
+#: uPlot, the charting library, as the build put it into the package (hatch_build.py): ext -> (file, type)
+UPLOT = {
+    "js": (STATIC / "vendor" / "uPlot.iife.min.js", "application/javascript"),
+    "css": (STATIC / "vendor" / "uPlot.min.css", "text/css"),
+}
 
 
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
@@ -118,7 +123,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         response.headers["X-Content-Type-Options"] = "nosniff"
         if not request.url.path.startswith("/api/"):
             # Pages and our scripts: asked again each time (a 304 while unchanged), so an upgrade is
-            # seen at once. (Plotly's URL names its content: cached for good, and compiled once.)
+            # seen at once. (uPlot's URLs name its content: cached for good.)
             response.headers.setdefault("Cache-Control", "no-cache")
         if token is not None and request.query_params.get("token"):
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
@@ -252,36 +257,50 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             raise HTTPException(404, "no such media file in this run")
         return FileResponse(target)
 
-    plotly = _plotly()
-    plotly_tag = hashlib.sha256(plotly.read_bytes()).hexdigest()[:12]
+    uplot_tag = _uplot_tag()
+    if uplot_tag is None:
+        warn_once(
+            "ui:no-uplot",
+            "the charting library was not built in: rebuild with npm available (the "
+            "dashboard shows no charts)",
+        )
 
-    @app.get("/static/vendor/plotly-{tag}.min.js", include_in_schema=False)
-    def plotly_js(tag: str) -> FileResponse:
-        """Plotly under a URL that names its content: the browser keeps it without asking again (no
-        round trip before a chart page can draw), and a new bundle gets a new URL."""
-        if tag != plotly_tag:
-            raise HTTPException(404, "not this server's Plotly")
+    @app.get("/static/vendor/uplot-{tag}.min.{ext}", include_in_schema=False)
+    def uplot(tag: str, ext: str) -> FileResponse:
+        """uPlot under URLs that name its content: the browser keeps it without asking again (no round
+        trip before a chart page can draw), and a new build gets new URLs."""
+        if tag != uplot_tag or ext not in UPLOT:
+            raise HTTPException(404, "not this server's uPlot")
+        path, media_type = UPLOT[ext]
         return FileResponse(
-            plotly,
-            media_type="application/javascript",
-            headers={"Cache-Control": "public, max-age=31536000, immutable"},
+            path, media_type=media_type, headers={"Cache-Control": "public, max-age=31536000, immutable"}
         )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
+    # Without uPlot (built without npm) the chart pages load none: their scripts then say so where
+    # the charts would be, and show everything else.
+    links = {
+        "<!--uplot.css-->": f'<link rel="stylesheet" href="/static/vendor/uplot-{uplot_tag}.min.css">',
+        "<!--uplot.js-->": f'<script defer src="/static/vendor/uplot-{uplot_tag}.min.js"></script>',
+    }
     for page, name in (("/", "index.html"), ("/run/{run_id}", "run.html"), ("/compare", "compare.html")):
-        html = (STATIC / name).read_text().replace("{plotly}", f"/static/vendor/plotly-{plotly_tag}.min.js")
+        html = (STATIC / name).read_text()
+        for placeholder, link in links.items():
+            html = html.replace(placeholder, link if uplot_tag is not None else "")
         app.add_api_route(page, _page(html), include_in_schema=False)
     return app
 
 
-def _plotly() -> Path:
-    """Plotly's basic bundle where the build put it into the package (``hatch_build.py``: a quarter of
-    the full bundle's compile time), else the full bundle the ``plotly`` package ships."""
-    basic = STATIC / "vendor" / "plotly-basic.min.js"
-    if basic.is_file():
-        return basic
-    return Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
+def _uplot_tag() -> str | None:
+    """A digest of uPlot's files where the build put them into the package (``hatch_build.py``), or
+    None if it could not (no npm at build time)."""
+    if not all(path.is_file() for path, _ in UPLOT.values()):
+        return None
+    digest = hashlib.sha256()
+    for path, _ in UPLOT.values():
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _page(html: str) -> Any:

@@ -1,17 +1,26 @@
 "use strict";
 const ids = (new URLSearchParams(location.search).get("ids") || "").split(",").filter(Boolean);
 
-// One request per chart, carrying every run's series of that key; zooming fetches detail again.
+// One request per chart, carrying every run's series of that key; zooming fetches detail again. The runs'
+// points are aligned on the union of their steps (uPlot shares one x array): a run without a point at a
+// step has a hole there, which its line spans; a null it logged (NaN) stays a gap.
 async function draw(chart) {
   const params = { x: "step", width: bucketWidth(document.getElementById("charts")), ...(chart.range || {}) };
   const entries = await fetchSeries(params, chart.runs.map(r => ({ run: r.id, key: chart.key })));
-  const traces = entries.map((s, i) => ({ x: s.x || [], y: s.y || [], mode: "lines", type: "scatter",
-                                          name: `${chart.runs[i].name} (${chart.runs[i].id})` }));
-  await plotlyReady;
-  await Plotly.react(chart.div, traces, chartLayout(chart.key, { showlegend: traces.length <= 10 }), PLOT_CONFIG);
-  chart.div.dataset.traces = String(traces.length);
-  chart.div.dataset.points = String(traces.reduce((n, t) => n + t.x.length, 0));
+  const data = uPlot.join(entries.map(s => [s.x || [], s.y || []]));
+  if (chart.div.chart) setLines(chart.div.chart, data, chart.range);
+  else {
+    lineChart(chart.div, data, chart.range, { title: chart.key, x: "step", names: chart.runs.map(r => `${r.name} (${r.id})`),
+                                              onZoom: range => zoom(chart, range) });
+  }
+  chart.div.dataset.traces = String(entries.length);
+  chart.div.dataset.points = String(entries.reduce((n, s) => n + (s.x || []).length, 0));
   markDrawn(chart.div);
+}
+function zoom(chart, range) {
+  if (!range && !chart.range) return;  // a double click on a chart that shows all it has
+  chart.range = range;
+  draw(chart).catch(e => { document.getElementById("error").textContent = `cannot zoom ${chart.key}: ${e.message}`; });
 }
 async function load() {
   let meta;
@@ -26,19 +35,14 @@ async function load() {
     body.appendChild(tr);
   }
   const grid = document.getElementById("charts");
+  try { await chartsReady; } catch (e) { grid.replaceChildren(el("p", e.message, "error")); return; }
   const keys = [...new Set(meta.runs.flatMap(r => r.keys))];
   await Promise.all(keys.map(async key => {
     const div = el("div", null, "chart");
     div.dataset.key = key;
     grid.appendChild(div);
     const chart = { key, div, runs: meta.runs.filter(r => r.keys.includes(key)), range: null };
-    try {
-      await draw(chart);
-      onZoom(div, range => {
-        chart.range = range;
-        draw(chart).catch(e => { document.getElementById("error").textContent = `cannot zoom ${key}: ${e.message}`; });
-      });
-    } catch (e) { div.textContent = `cannot draw ${key}: ${e.message}`; }
+    try { await draw(chart); } catch (e) { div.textContent = `cannot draw ${key}: ${e.message}`; }
   }));
 }
 load();

@@ -1,6 +1,6 @@
 "use strict";
 const runId = decodeURIComponent(location.pathname.split("/").pop());
-const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range}
+const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape}
 let run = null;
 const EVENT_COLORS = { checkpoint: "#16a34a", evaluation: "#2563eb", rewind: "#d97706", health: "#dc2626" };
 
@@ -13,58 +13,62 @@ function smoothed(ys, alpha) {
   let last = null;
   return ys.map(v => (v === null ? null : (last = last === null ? v : alpha * last + (1 - alpha) * v)));
 }
-function xsFor(xs) {
-  const o = opts();
-  if (o.x === "time") return xs.map(t => new Date(t * 1000));
-  if (o.x === "relative") return xs.map(t => t - run.created);
-  return xs;
+// The server's x is a step or a wall time; relative time is a wall time less the run's start.
+function xOffset() { return opts().x === "relative" ? run.created : 0; }
+function chartData(chart) {
+  const o = opts(), offset = xOffset();
+  const ys = smoothed(chart.raw.y, o.smooth);
+  return [offset ? chart.raw.x.map(t => t - offset) : chart.raw.x,
+          o.log ? ys.map(v => (v > 0 ? v : null)) : ys];  // a log scale has no place for v <= 0
 }
-function eventShapes() {
-  if (opts().x !== "step") return [];
-  return run.events.filter(e => EVENT_COLORS[e.kind]).map(e => ({
-    type: "line", x0: e.step, x1: e.step, yref: "paper", y0: 0, y1: 1,
-    line: { color: EVENT_COLORS[e.kind], width: 1, dash: "dot" } }));
-}
-function layout(title) {
-  const o = opts();
-  // uirevision keeps the user's zoom across redraws, but a zoom in steps means nothing in time
-  return chartLayout(title, { yaxis: { type: o.log ? "log" : "linear" }, xaxis: { title: { text: o.x } },
-                              shapes: eventShapes(), showlegend: false, uirevision: `${title}/${o.x}` });
+function eventMarkers() {
+  const o = opts(), offset = xOffset();
+  return run.events.filter(e => EVENT_COLORS[e.kind])
+    .map(e => ({ x: o.x === "step" ? e.step : e.time - offset, color: EVENT_COLORS[e.kind] }));
 }
 function chartId(key, node) { return node ? `${node}/${key}` : key; }
 function seriesParams(extra) {
   return { run: runId, x: opts().x === "step" ? "step" : "time", width: bucketWidth(document.getElementById("charts")), ...extra };
 }
-function trace(chart) {
-  return { x: xsFor(chart.raw.x), y: smoothed(chart.raw.y, opts().smooth), mode: "lines", name: chart.key, type: "scatter" };
+// Draws a chart from what the page has; a new uPlot when its axes change kind (step or time, log or not).
+function draw(chart) {
+  const o = opts();
+  const shape = `${o.x} ${o.log}`;
+  if (chart.div.chart && chart.shape === shape) return setLines(chart.div.chart, chartData(chart), chart.range);
+  dropChart(chart.div);
+  chart.div.replaceChildren();
+  chart.shape = shape;
+  lineChart(chart.div, chartData(chart), chart.range, { title: chart.title, x: o.x, names: [chart.key], log: o.log,
+                                                        markers: eventMarkers, onZoom: range => zoom(chart, range) });
 }
-async function plot(chart, data) {
-  if (data.error) { chart.div.textContent = `cannot draw ${chart.title}: ${data.error}`; return; }
+function zoom(chart, range) {
+  if (!range && !chart.range) return;  // a double click on a chart that shows all it has
+  chart.range = range;
+  load([chart]);  // detail for the zoomed range, or the whole range again
+}
+function fail(chart, message) {
+  dropChart(chart.div);
+  chart.div.textContent = message;
+}
+function plot(chart, data) {
+  if (data.error) return fail(chart, `cannot draw ${chart.title}: ${data.error}`);
   chart.raw = { x: data.x, y: data.y };
   chart.cursor = data.cursor;
-  await plotlyReady;
-  await Plotly.react(chart.div, [trace(chart)], layout(chart.title), PLOT_CONFIG);
-  if (!chart.zoomable) {
-    chart.zoomable = true;
-    onZoom(chart.div, range => {
-      if (opts().x !== "step") return;  // zoomed by date: the chart keeps what it has
-      chart.range = range;
-      load([chart]);  // re-fetch detail for the zoomed range
-    });
-  }
+  draw(chart);
   chart.div.dataset.points = String(chart.raw.x.length);
   markDrawn(chart.div);
 }
 // (Re)loads charts: one request for all that show their whole range, one per zoomed chart.
 async function load(list) {
+  const offset = xOffset();
   const whole = list.filter(c => !c.range);
-  const groups = list.filter(c => c.range).map(c => [[c], c.range]);
+  const groups = list.filter(c => c.range).map(c => [[c], { start: c.range.start + offset, end: c.range.end + offset }]);
   if (whole.length) groups.push([whole, {}]);
   await Promise.all(groups.map(async ([group, range]) => {
     try {
       const entries = await fetchSeries(seriesParams(range), group.map(c => ({ key: c.key, node: c.node })));
-      for (let i = 0; i < group.length; i++) { await plot(group[i], entries[i]); await breathe(); }
-    } catch (e) { for (const c of group) c.div.textContent = `cannot draw ${c.title}: ${e.message}`; }
+      for (let i = 0; i < group.length; i++) { plot(group[i], entries[i]); await breathe(); }
+    } catch (e) { for (const c of group) fail(c, `cannot draw ${c.title}: ${e.message}`); }
   }));
 }
 // Live: appends what is new since each chart's cursor; a rewind (reset) reloads the chart.
@@ -76,8 +80,7 @@ async function extend(chart, data) {
   chart.raw.x.push(...data.x); chart.raw.y.push(...data.y);
   // Hours of live points would pile up past what M4 sends: thin the chart again on the server.
   if (chart.raw.x.length > 8 * Math.max(100, chart.div.clientWidth)) return load([chart]);
-  if (opts().smooth) await Plotly.react(chart.div, [trace(chart)], layout(chart.title), PLOT_CONFIG);
-  else await Plotly.extendTraces(chart.div, { x: [xsFor(data.x)], y: [data.y] }, [0]);
+  draw(chart);
   chart.div.dataset.points = String(chart.raw.x.length);
 }
 function addChart(container, key, node) {
@@ -85,7 +88,8 @@ function addChart(container, key, node) {
   div.dataset.key = key;
   if (node) div.dataset.node = node;
   container.appendChild(div);
-  const chart = { key, node, div, title: node ? `${key} · ${node}` : key, cursor: 0, raw: { x: [], y: [] }, range: null };
+  const chart = { key, node, div, title: node ? `${key} · ${node}` : key, cursor: 0, raw: { x: [], y: [] }, range: null,
+                  shape: null };
   charts.set(chartId(key, node), chart);
   return chart;
 }
@@ -149,17 +153,23 @@ async function start() {
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
-  addCharts(run);
   renderEvents(); renderMedia(); renderConfig();
+  try { await chartsReady; } catch (e) {  // shows all but the charts, and does not follow the run
+    for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
+    return;
+  }
+  // Axes, titles and legends built while the server still reads the data: only the lines wait for it.
+  for (const chart of addCharts(run)) draw(chart);
+  setInterval(refresh, 1000);
   let entries = [];
   try { entries = await all; } catch (e) { document.getElementById("error").textContent = `cannot read the metrics: ${e.message}`; }
   for (const entry of entries) {
     const chart = charts.get(chartId(entry.key, entry.node));
     if (!chart) continue;  // a key logged since the metadata: the next refresh adds it
-    await plot(chart, entry);
+    plot(chart, entry);
     await breathe();
   }
-  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && !c.div.textContent);
+  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && c.div.chart);  // not failed
   if (missed.length) await load(missed);  // logged between the two requests
 }
 let refreshing = false;  // a slow poll must not overlap the next: both would append the same points
@@ -190,9 +200,8 @@ document.getElementById("xaxis").addEventListener("change", () => {
 });
 for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: nothing to fetch
   document.getElementById(id).addEventListener("change", () => {
-    for (const c of charts.values()) if (c.div.dataset.points !== undefined) Plotly.react(c.div, [trace(c)], layout(c.title), PLOT_CONFIG);
+    for (const c of charts.values()) if (c.div.dataset.points !== undefined) draw(c);
   });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);
 start();
-setInterval(refresh, 1000);

@@ -67,8 +67,19 @@ def test_runs_table_run_page_and_compare(root, server_factory, page):
     assert [c.get_attribute("data-markers") for c in page.query_selector_all("#charts .chart")] == ["1", "1"]
     assert len(series_requests) == 1  # every chart of the page in one request
     assert page.inner_text("#events").count("checkpoint") == 1
-    assert "model.layers" in page.inner_text("#config")
+    # the config nested as logged: a "model" section holding "layers"
+    assert page.inner_text("#config details[data-path='model'] > summary") == "model"
+    assert page.inner_text("#config details[data-path='model'] > [data-path='model.layers']").split() == ["layers", "2"]
     page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
+    page.fill("#cfgsearch", "LAYERS")  # by path, any case: the entry and the section above it
+    assert [e.get_attribute("data-path") for e in page.query_selector_all("#config [data-path]")] == [
+        "model",
+        "model.layers",
+    ]
+    page.fill("#cfgsearch", "0.1")  # by value
+    assert [e.get_attribute("data-path") for e in page.query_selector_all("#config [data-path]")] == ["lr"]
+    page.fill("#cfgsearch", "no such key")
+    assert page.inner_text("#config") == "nothing in the config matches"
 
     page.goto(f"{server.base}/compare?ids={a},{b}")
     wait_until(
@@ -249,7 +260,7 @@ def test_without_the_charting_library_the_pages_say_so(root, server_factory, pag
     wait_until(lambda: "not built in" in page.inner_text("#charts"), timeout=20)
     assert "rebuild with npm available" in page.inner_text("#system")
     assert page.query_selector(".chart") is None
-    wait_until(lambda: "model.layers" in page.inner_text("#config"), timeout=20)
+    wait_until(lambda: page.query_selector("#config [data-path='model.layers']") is not None, timeout=20)
     assert page.inner_text("#events").count("checkpoint") == 1
     page.screenshot(path=str(ARTIFACTS / "no-charts.png"), full_page=True)
     page.goto(f"{server.base}/compare?ids={a},{b}")

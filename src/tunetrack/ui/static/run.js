@@ -128,13 +128,35 @@ function renderMedia() {
     }
   }
 }
+// The config as it was logged, nested: each section folds open and shut. A search keeps the entries
+// whose dotted path or value contains it, and the sections that lead to them.
 function renderConfig() {
   const query = document.getElementById("cfgsearch").value.toLowerCase();
-  const body = document.querySelector("#config tbody");
-  body.replaceChildren();
-  for (const [k, v] of Object.entries(run.flat_config)) {
-    if (!query || k.toLowerCase().includes(query) || v.toLowerCase().includes(query)) body.appendChild(row([k, v]));
+  const nodes = configNodes(run.config, "", query);
+  if (!nodes.length) nodes.push(el("p", query ? "nothing in the config matches" : "no config", "muted"));
+  document.getElementById("config").replaceChildren(...nodes);
+}
+function configNodes(config, path, query) {
+  const out = [];
+  for (const [key, value] of Object.entries(config)) {
+    const full = path ? `${path}.${key}` : key;
+    if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length) {
+      const children = configNodes(value, full, query);
+      if (!children.length) continue;
+      const section = Object.assign(el("details", null, "cfg-section"), { open: true });
+      section.dataset.path = full;
+      section.append(el("summary", key), ...children);
+      out.push(section);
+      continue;
+    }
+    const text = typeof value === "string" ? value : JSON.stringify(value);
+    if (query && !full.toLowerCase().includes(query) && !text.toLowerCase().includes(query)) continue;
+    const entry = el("div", null, "cfg-entry");
+    entry.dataset.path = full;
+    entry.append(el("span", key, "cfg-key"), el("span", text, "cfg-value"));
+    out.push(entry);
   }
+  return out;
 }
 function showState() {
   document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));

@@ -132,20 +132,23 @@ function renderMedia() {
 // whose dotted path or value contains it, and the sections that lead to them.
 function renderConfig() {
   const query = document.getElementById("cfgsearch").value.toLowerCase();
-  const nodes = configNodes(run.config, "", query);
+  const nodes = configNodes(run.config, "", query, 0);
   if (!nodes.length) nodes.push(el("p", query ? "nothing in the config matches" : "no config", "muted"));
   document.getElementById("config").replaceChildren(...nodes);
 }
-function configNodes(config, path, query) {
+function configNodes(config, path, query, depth) {
+  const indent = `${depth * 18}px`;  // of the keys only: the values of every level line up
   const out = [];
   for (const [key, value] of Object.entries(config)) {
     const full = path ? `${path}.${key}` : key;
     if (value && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length) {
-      const children = configNodes(value, full, query);
+      const children = configNodes(value, full, query, depth + 1);
       if (!children.length) continue;
       const section = Object.assign(el("details", null, "cfg-section"), { open: true });
       section.dataset.path = full;
-      section.append(el("summary", key), ...children);
+      const summary = el("summary", key);
+      summary.style.paddingLeft = indent;
+      section.append(summary, ...children);
       out.push(section);
       continue;
     }
@@ -153,7 +156,9 @@ function configNodes(config, path, query) {
     if (query && !full.toLowerCase().includes(query) && !text.toLowerCase().includes(query)) continue;
     const entry = el("div", null, "cfg-entry");
     entry.dataset.path = full;
-    entry.append(el("span", key, "cfg-key"), el("span", text, "cfg-value"));
+    const name = el("span", key, "cfg-key");
+    name.style.paddingLeft = indent;
+    entry.append(name, el("span", text, "cfg-value"));
     out.push(entry);
   }
   return out;

@@ -69,7 +69,8 @@ def test_runs_table_run_page_and_compare(root, server_factory, page):
     assert page.inner_text("#events").count("checkpoint") == 1
     # the config nested as logged: a "model" section holding "layers"
     assert page.inner_text("#config details[data-path='model'] > summary") == "model"
-    assert page.inner_text("#config details[data-path='model'] > [data-path='model.layers']").split() == ["layers", "2"]
+    layers = page.inner_text("#config details[data-path='model'] > [data-path='model.layers']")
+    assert layers.split() == ["layers", "2"]
     page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
     page.fill("#cfgsearch", "LAYERS")  # by path, any case: the entry and the section above it
     assert [e.get_attribute("data-path") for e in page.query_selector_all("#config [data-path]")] == [

@@ -364,8 +364,7 @@ class Tracker:
         warn_once(
             f"full:{self.id}",
             f"the writer cannot keep up ({len(buf):,} rows, about {self._max_pending:,} values, pending); "
-            "rows are being "
-            "dropped and counted (see the run's summary)",
+            "rows are being dropped and counted (see the run's summary)",
         )
         return False
 

@@ -67,8 +67,8 @@ def clone(src: Path, name: str) -> str:
     run_id = layout.new_run_id()
     dst = src.parent / run_id
     shutil.copytree(src, dst)
-    meta = json.loads((dst / layout.RUN_FILE).read_text())
-    (dst / layout.RUN_FILE).write_text(json.dumps({**meta, "id": run_id, "name": name}))
+    meta = json.loads((dst / layout.RUN_JSON).read_text())
+    (dst / layout.RUN_JSON).write_text(json.dumps({**meta, "id": run_id, "name": name}))
     return run_id
 
 

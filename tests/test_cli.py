@@ -21,7 +21,8 @@ from rich.text import Text
 
 from helpers import SRC
 from tunetrack import Tracker
-from tunetrack.cli import cli, render
+from tunetrack.cli import cli, plot
+from tunetrack.config import diff
 from tunetrack.reader import open_run
 
 STEPS = 300
@@ -221,11 +222,11 @@ def test_show_json(store):
 
 def test_plot_picks_the_main_metrics(store):
     root, a, b = store
-    chart = render.plot(open_run(a, dir=root))
+    chart = plot.plot(open_run(a, dir=root))
     assert "loss" in chart and "eval_loss" in chart and "learning_rate (right axis)" in chart
     lines = Text.from_ansi(chart).plain.splitlines()
     assert "step" in lines[-1] and max(len(line.rstrip()) for line in lines) <= 80
-    assert render.plot_keys(open_run(b, dir=root)) == (["loss"], [])
+    assert plot.plot_keys(open_run(b, dir=root)) == (["loss"], [])
 
 
 def test_plot_falls_back_to_the_first_two_numeric_keys(root):
@@ -234,8 +235,8 @@ def test_plot_falls_back_to_the_first_two_numeric_keys(root):
         t.log({"phase": "rollout", "reward": step * 0.1, "kl": 0.01 * step, "entropy": 1.0}, step=step)
     t.finish()
     run = open_run("rl", dir=root)
-    assert render.plot_keys(run) == (["reward"], ["kl"])
-    chart = render.plot(run)
+    assert plot.plot_keys(run) == (["reward"], ["kl"])
+    chart = plot.plot(run)
     assert "reward" in chart and "kl (right axis)" in chart
 
 
@@ -243,7 +244,7 @@ def test_plot_of_a_run_without_numbers_is_empty(root):
     t = Tracker(name="text", dir=root, system=False).start()
     t.log({"phase": "warmup"}, step=1)
     t.finish()
-    assert render.plot(open_run("text", dir=root)) == ""
+    assert plot.plot(open_run("text", dir=root)) == ""
     assert "warmup" in ok("show", "text", "--dir", root)
 
 
@@ -309,7 +310,7 @@ def test_diff_shows_only_differing_keys(store):
 def test_config_diff_compares_like_a_config():
     a = {"flag": True, "n": 1, "s": "1", "x": math.nan, "same": [1, 2], "f": 1}
     b = {"flag": 1, "n": 1, "s": 1, "x": math.nan, "same": [1, 2], "f": 1.0}
-    assert [key for key, *_ in render.config_diff(a, b)] == ["flag", "s"]
+    assert [key for key, _ in diff([a, b])] == ["flag", "s"]
 
 
 # -- export ----------------------------------------------------------------------------------------

@@ -23,7 +23,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunetrack.config import MAX_DEPTH, REDACTED, capture, flatten, is_secret_key, merge
+from tunetrack.config import capture, flatten, merge
+from tunetrack.config.capture import MAX_DEPTH
+from tunetrack.redact import REDACTED, is_secret_key
 
 
 def assert_json_safe(value):

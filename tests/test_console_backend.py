@@ -143,7 +143,7 @@ def test_timestamps_are_local_time(monkeypatch):
 
 def test_start_and_finish_lines():
     console = ConsoleBackend(stream=io.StringIO())
-    console.start(RunInfo("k3x9ab", "sft-1", "llama", ["a"], Path("/runs/k3x9ab"), False, {}))
+    console.start(RunInfo("k3x9ab", "sft-1", "llama", ["a"], Path("/runs/k3x9ab"), False))
     console.log([(199, WHEN, {"loss": 1.0}), (200, WHEN, {"loss": 0.9})])
     console.finish("finished")
     lines = console.stream.getvalue().splitlines()
@@ -151,7 +151,7 @@ def test_start_and_finish_lines():
     assert lines[-1] == "tunetrack: run sft-1 (k3x9ab) finished at step 200"
 
     quiet = ConsoleBackend(stream=io.StringIO())
-    quiet.start(RunInfo("k3x9ab", "k3x9ab", None, [], None, True, {}))
+    quiet.start(RunInfo("k3x9ab", "k3x9ab", None, [], None, True))
     quiet.finish("failed")
     assert quiet.stream.getvalue().splitlines() == [
         "tunetrack: resumed run k3x9ab",

@@ -14,17 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import run_script
-from tunetrack import env as tenv
-from tunetrack.config import REDACTED
-from tunetrack.env import (
-    RankInfo,
-    git_info,
-    job_id,
-    rank_info,
-    redact_argv,
-    run_metadata,
-    strip_credentials,
-)
+from tunetrack import provenance as tenv
+from tunetrack.launch import RankInfo, job_id, rank_info
+from tunetrack.provenance import git_info, run_metadata
+from tunetrack.redact import REDACTED, redact_argv, strip_credentials
 
 LAUNCH_VARS = [
     "RANK",
@@ -470,7 +463,7 @@ def test_run_metadata_imports_no_framework(tmp_path):
     out = run_script(
         """
         import json, sys
-        from tunetrack.env import run_metadata
+        from tunetrack.provenance import run_metadata
         meta = run_metadata()
         heavy = [m for m in ("torch", "transformers", "accelerate", "numpy", "deepspeed") if m in sys.modules]
         print(json.dumps([meta["git"], heavy, "torch" in meta["versions"]]))

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import run_script, spawn_script, wait_until
 from tunetrack.reader import list_runs, open_run
-from tunetrack.store import layout
+from tunetrack.jsonfile import read_json
 from tunetrack.store.framing import frame
 
 LOGGER = """
@@ -212,17 +212,17 @@ def test_disk_full_mid_run_is_counted(root, tmp_path):
         """
         import sys, errno
         from tunetrack import Tracker
-        from tunetrack.store.local import LocalStore
+        from tunetrack.store.local import ProcessFiles
         t = Tracker(dir=sys.argv[1], name="full").start()
         t.log({"x": 1.0}); t.flush()
-        original = LocalStore.append
+        original = ProcessFiles.append
         def no_space(self, record):
             raise OSError(errno.ENOSPC, "No space left on device")
-        LocalStore.append = no_space   # the disk fills up: the library boundary is the file write
+        ProcessFiles.append = no_space   # the disk fills up: the library boundary is the file write
         for i in range(50):
             t.log({"x": float(i)})
         t.flush()
-        LocalStore.append = original   # space is freed again
+        ProcessFiles.append = original   # space is freed again
         t.log({"x": 99.0}); t.finish()
         print(t._counters.lost_rows)
     """,
@@ -305,7 +305,7 @@ def test_resume_with_rewind_across_processes(root, tmp_path):
     assert [(e["kind"], e["step"]) for e in run.events()] == [("checkpoint", 50), ("rewind", 50)]
     assert len(run.meta["processes"]) == 2
     assert run.latest() == {"step": 120, "values": {"loss": 80.0}}  # from the data: two attempts
-    assert layout.read_json(root / run_id / "run.json")["name"] == "resumable"
+    assert read_json(root / run_id / "run.json")["name"] == "resumable"
 
 
 def test_a_refreshed_run_reads_like_a_fresh_one_while_the_run_is_written(root):

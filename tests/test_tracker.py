@@ -255,8 +255,7 @@ def test_store_disabled_runs_backends_only(root):
 
 def test_full_buffer_drops_are_counted_not_silent(root):
     t = Tracker(dir=root, max_pending=100).start()  # 10 rows until the writer has seen a row's width
-    t._writer.stop_event.set()  # freeze the writer's progress by finishing it first
-    t._writer.join()
+    t._writer.finish("finished")  # freeze the writer's progress by finishing it first
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for step in range(30):

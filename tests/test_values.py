@@ -7,7 +7,7 @@ import threading
 import torch
 
 from tunetrack import Tracker
-from tunetrack._values import Unsupported, snapshot
+from tunetrack.values import Unsupported, snapshot
 from tunetrack.reader import open_run
 
 item_threads: list[str] = []

@@ -18,6 +18,7 @@ _LAZY = {
     "list_runs": ("tunetrack.reader", "list_runs"),
     "open_run": ("tunetrack.reader", "open_run"),
     "TunetrackWarning": ("tunetrack._warnings", "TunetrackWarning"),
+    "STATES": ("tunetrack.states", "STATES"),
 }
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Training health: NaN/Inf and spikes in the loss and the gradient norm, recorded as events.
 
-The monitor runs on the writer thread over the rows as they are written, so it costs training
-nothing. A spike is a value more than ``spike_factor`` robust standard deviations (the
+The monitor runs on the writer thread over the columns of each written block (the writer takes
+them out of the encoded block), so it costs training nothing. A spike is a value more than ``spike_factor`` robust standard deviations (the
 interquartile range / 1.349) above the median of the last ``window`` finite values, once at least
 ``min_history`` values have been seen. Each kind of problem is printed once as a warning; every
 occurrence is an event at its step (``tunetrack show`` lists them).
@@ -10,26 +10,30 @@ occurrence is an event at its step (``tunetrack show`` lists them).
 from __future__ import annotations
 
 import math
-from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-LOSS_KEYS = ("loss", "train/loss", "train_loss_step")
-GRAD_KEYS = ("grad_norm", "train/grad_norm", "gradient_norm")
+from . import metric_keys
 
 
 def is_bad(value: Any) -> bool:
-    """NaN or ±Inf (the test the Transformers adapter uses to stop training)."""
+    """NaN or ±Inf."""
     return isinstance(value, float) and not math.isfinite(value)
+
+
+def diverged(values: Mapping[str, Any]) -> bool:
+    """Whether a logged row's loss or gradient norm is NaN or ±Inf (an adapter then stops training
+    cleanly, when the user asked for that)."""
+    return any(is_bad(values.get(k)) for k in (*metric_keys.LOSS, *metric_keys.GRAD_NORM))
 
 
 @dataclass
 class HealthConfig:
     """Thresholds; pass ``Tracker(health=HealthConfig(...))`` to change them, ``health=False`` to disable."""
 
-    loss_keys: Sequence[str] = LOSS_KEYS
-    grad_keys: Sequence[str] = GRAD_KEYS
+    loss_keys: Sequence[str] = metric_keys.LOSS
+    grad_keys: Sequence[str] = metric_keys.GRAD_NORM
     window: int = 50
     min_history: int = 10
     spike_factor: float = 6.0
@@ -49,13 +53,18 @@ class HealthMonitor:
             k: "grad_norm" for k in self.config.grad_keys
         }
 
-    def check_record(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        """Events for a written block of rows: only the loss and gradient-norm columns are decoded."""
+    @property
+    def keys(self) -> list[str]:
+        """The keys it watches: the writer hands it only these columns."""
+        return list(self._keys)
+
+    def check(self, columns: Mapping[str, tuple[Sequence[int], Sequence[float]]]) -> list[dict[str, Any]]:
+        """Events for a written block of rows, from its watched columns: ``key -> (steps, values)``."""
         events: list[dict[str, Any]] = []
-        for key, what in self._keys.items():
-            column = _column(record, key)
-            if column is not None:
-                events.extend(self._check(what, key, *column))
+        for key, (steps, values) in columns.items():
+            what = self._keys.get(key)
+            if what is not None:
+                events.extend(self._check(what, key, steps, values))
         return events
 
     def _check(
@@ -99,28 +108,3 @@ class HealthMonitor:
         iqr = ordered[(3 * n) // 4] - ordered[n // 4]  # from the same sort (a MAD would need a second)
         deviation = max(iqr / 1.349, self.config.min_deviation, 1e-3 * abs(median))
         return median, median + self.config.spike_factor * deviation
-
-
-def _column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Sequence[float]] | None:
-    """(steps, float values) of one numeric key in an encoded ``r`` record, or None."""
-    steps = array("q")
-    steps.frombytes(record["s"])
-    matrix_keys = record.get("m") or []
-    if key in matrix_keys:
-        matrix = array("d")
-        matrix.frombytes(record["x"])
-        return steps, matrix[matrix_keys.index(key) :: len(matrix_keys)]
-    col = record["c"].get(key)
-    if col is None or col[0] not in ("f", "i", "o"):  # absent, or booleans
-        return None
-    kind, data, idx = col
-    if idx is not None:
-        rows = array("I")
-        rows.frombytes(idx)
-        steps = array("q", (steps[i] for i in rows))
-    if kind == "o":  # mixed: keep the numbers among None and strings
-        keep = [i for i, v in enumerate(data) if type(v) in (int, float)]
-        return [steps[i] for i in keep], [float(data[i]) for i in keep]
-    values = array("d" if kind == "f" else "q")
-    values.frombytes(data)
-    return steps, values if kind == "f" else array("d", values)

@@ -1,12 +1,13 @@
-"""Images logged with a run (DDPO/AlignProp samples, generations): PNG files inside the run folder.
+"""Images logged with a run (DDPO/AlignProp samples, generations): encoded as PNG on the caller's
+thread (images are rare and large), stored by the writer as files inside the run folder.
 
 Paths are built from a sanitized key, so a key like ``../../etc`` can never leave the run folder.
 """
 
 from __future__ import annotations
 
+import io
 import re
-from pathlib import Path
 from typing import Any
 
 
@@ -43,10 +44,13 @@ def to_pil(image: Any) -> Any:
     return Image.fromarray(array)
 
 
-def save_image(run_dir: Path, key: str, image: Any, step: int, index: int = 0) -> str:
-    """Write the PNG and return its path relative to the run folder."""
-    rel = Path("media") / "images" / safe_name(key) / f"{step}_{index}.png"
-    path = run_dir / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    to_pil(image).save(path, format="PNG")
-    return rel.as_posix()
+def image_path(key: str, step: int, index: int = 0) -> str:
+    """Where an image is kept, relative to the run folder."""
+    return f"media/images/{safe_name(key)}/{step}_{index}.png"
+
+
+def encode_png(image: Any) -> bytes:
+    """The PNG file of a PIL image, a NumPy array or a tensor (see ``to_pil``)."""
+    buffer = io.BytesIO()
+    to_pil(image).save(buffer, format="PNG")
+    return buffer.getvalue()

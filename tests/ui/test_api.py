@@ -13,7 +13,7 @@ from helpers import wait_until
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import open_run
 from tunetrack.ui.app import create_app
-from tunetrack.ui.downsample import m4
+from tunetrack.reader import m4
 
 
 def client(root, token=None):

@@ -16,7 +16,7 @@ Besides its four methods, the writer calls these when a backend defines them:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -34,7 +34,6 @@ class RunInfo:
     tags: list[str]
     dir: Path | None  # the run's folder; None when the local store is off (``store=False``)
     resumed: bool  # this process re-attached to an existing run (``resume=``, or another node's process)
-    config: dict[str, Any] = field(default_factory=dict)  # often empty: configs arrive through log_config
 
 
 @runtime_checkable

@@ -14,15 +14,14 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from .. import metric_keys
 from .base import Row, RunInfo
 
 #: Well-known keys: printed first, in this order, under these labels.
 LABELS = {
-    "loss": "loss",
-    "eval_loss": "eval_loss",
-    "learning_rate": "lr",
-    "lr": "lr",
-    "grad_norm": "grad",
+    **{k: k for k in metric_keys.LOSS_LIKE},
+    **dict.fromkeys(metric_keys.LEARNING_RATE, "lr"),
+    **dict.fromkeys(metric_keys.GRAD_NORM, "grad"),
     "epoch": "epoch",
 }
 #: Pseudo-key for ``keys=``: the fullest GPU's used memory, from the system metrics.

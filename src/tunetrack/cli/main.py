@@ -1,5 +1,5 @@
 """The ``tunetrack`` command: a click group whose commands parse arguments and call the read API
-(``tunetrack.reader``) and the output helpers (``render``).
+(``tunetrack.reader``) and the output helpers (``tables``, ``plot``, ``export``).
 
 Every user error (an unknown run, an ambiguous prefix, a bad flag, a missing optional dependency)
 ends in one line on stderr and a non-zero exit (1, or 2 for a usage error), never a traceback.
@@ -18,6 +18,7 @@ from typing import IO, Any
 import click
 
 from ..errors import TunetrackError
+from ..states import STATES
 
 DIR_HELP = "Store root (default: $TUNETRACK_DIR, else ./tunetrack_runs)."
 
@@ -97,7 +98,7 @@ def cli() -> None:
 @click.option("--project", default=None, help="Only runs of this project.")
 @click.option(
     "--state",
-    type=click.Choice(["running", "finished", "failed", "killed", "crashed"]),
+    type=click.Choice(STATES),
     default=None,
     help="Only runs in this state.",
 )
@@ -116,19 +117,18 @@ def ls_command(
     as_json: bool,
 ) -> None:
     """List runs, newest first, with their state, last step and last loss."""
-    from ..reader import list_runs
-    from ..store.layout import resolve_root
-    from . import render
+    from ..reader import list_runs, run_json, store_at
+    from . import export, tables
 
     runs = list_runs(root, project=project, state=state, tags=list(tags))[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
-        click.echo(render.dumps([render.run_record(r, last) for r, last in zip(runs, latest)]))
+        click.echo(export.dumps([run_json(r, last) for r, last in zip(runs, latest)]))
     elif not runs:
         filtered = " matching the filters" if (project or state or tags) else ""
-        click.echo(f"no runs{filtered} in {resolve_root(root)}")
+        click.echo(f"no runs{filtered} in {store_at(root)}")
     else:
-        render.console().print(render.runs_table(runs, latest))
+        tables.console().print(tables.runs_table(runs, latest))
 
 
 @cli.command("show")
@@ -140,23 +140,15 @@ def ls_command(
 @_friendly
 def show_command(run: str, root: str | None, as_json: bool) -> None:
     """Show one run: metadata, config, summary, events, system metrics and a plot of the main metrics."""
-    from ..reader import open_run
-    from . import render
+    from ..reader import open_run, run_json
+    from . import export, tables
 
     r = open_run(run, dir=root)
     if not as_json:
-        render.show(r)
+        tables.show(r)
         return
-    record = {
-        **render.run_record(r),
-        "error": r.error,
-        "meta": r.meta,
-        "config": r.config,
-        "summary": r.summary(),
-        "events": r.events(),
-        "system": r.system_summary(),
-    }
-    click.echo(render.dumps(record))
+    record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
+    click.echo(export.dumps(record))
 
 
 @cli.command("diff")
@@ -166,15 +158,16 @@ def show_command(run: str, root: str | None, as_json: bool) -> None:
 @_friendly
 def diff_command(run_a: str, run_b: str, root: str | None) -> None:
     """Config differences between two runs: keys only in A, only in B, and changed values."""
+    from ..config import diff
     from ..reader import open_run
-    from . import render
+    from . import tables
 
     a, b = open_run(run_a, dir=root), open_run(run_b, dir=root)
-    rows = render.config_diff(a.flat_config, b.flat_config)
+    rows = diff([a.flat_config, b.flat_config])
     if not rows:
         click.echo(f"{a.id} and {b.id} have the same config")
         return
-    render.console().print(render.diff_table(a, b, rows))
+    tables.console().print(tables.diff_table(a, b, rows))
 
 
 @cli.command("export")
@@ -201,10 +194,10 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
     empty cell.
     """
     from ..reader import open_run
-    from . import render
+    from . import export
 
     if fmt == "parquet":
-        render.require_parquet()  # before reading the run: fail fast, with the pip command
+        export.require_parquet()  # before reading the run: fail fast, with the pip command
     r = open_run(run, dir=root)
     if system:
         rows, fields = r.system_rows(), ["node", "step", "time", *r.system_keys()]
@@ -212,15 +205,15 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
         rows, fields = r.rows(), ["step", "time", *r.keys()]
     if fmt == "parquet":
         path = output or f"{r.id}{'-system' if system else ''}.parquet"
-        count = render.write_parquet(rows, fields, path)
+        count = export.write_parquet(rows, fields, path)
         click.echo(f"wrote {count} rows to {path}", err=True)
         return
     stream = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
     try:
         if fmt == "jsonl":
-            render.write_jsonl(rows, stream)
+            export.write_jsonl(rows, stream)
         else:
-            render.write_csv(rows, fields, stream)
+            export.write_csv(rows, fields, stream)
     finally:
         if output:
             stream.close()

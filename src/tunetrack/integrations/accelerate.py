@@ -4,27 +4,25 @@ The constructor only stores its arguments (accelerate users build it on every ra
 which ``init_trackers`` calls on the main process only, creates the run. On accelerate ≥ 1.15,
 importing this module also registers the name, so ``Accelerator(log_with="tunetrack")`` works and
 ``init_trackers(project_name, init_kwargs={"tunetrack": {...}})`` passes the project and arguments
-through. DDPO and AlignProp log through this class too: ``log_images`` stores their images, NumPy
-arrays become summary statistics, and since they never call ``end_training()`` the run ends
+through. DDPO and AlignProp log through this class too: ``log_images`` stores their images, arrays
+become summary statistics (``values.summarize_arrays``), and since they never call ``end_training()`` the run ends
 ``finished`` when the process exits (the core's atexit hook).
 """
 
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
 from accelerate.tracking import GeneralTracker, on_main_process
 
 from .._warnings import warn_once
 from ..tracker import Tracker
+from ..values import summarize_arrays
 
-__all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register", "summarize_arrays"]
+__all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register"]
 
-_PLAIN = frozenset({float, int, bool, str, type(None)})
 _TRACKER_PARAMS = inspect.signature(Tracker).parameters
 
 
@@ -66,11 +64,6 @@ class TunetrackTracker(GeneralTracker):
     @property
     def tracker(self) -> Tracker | None:
         """The tunetrack ``Tracker`` (``None`` until ``start()``, and on other ranks)."""
-        return self._run
-
-    @property
-    def run(self) -> Tracker | None:
-        """The same as ``tracker``."""
         return self._run
 
     @on_main_process
@@ -157,71 +150,7 @@ def register() -> None:
         tracking.register_tracker_class(TunetrackTrackerByName)
 
 
-# -- values ---------------------------------------------------------------------------------------
-def summarize_arrays(values: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Replace arrays, multi-element tensors and lists of numbers (nested dicts too, as ``a/b``) by
-    ``key/mean``, ``key/std``, ``key/min``, ``key/max`` and ``key/count``; the rest is untouched.
-
-    Tensor statistics stay tensors on their device (no GPU synchronisation here): the core copies
-    them and the writer converts them.
-    """
-    if all(type(v) in _PLAIN for v in values.values()):
-        return values  # the common case: nothing to do, no copy
-    out: dict[str, Any] = {}
-    _summarize_into(values, "", out)
-    return out
-
-
-def _summarize_into(values: Mapping[Any, Any], prefix: str, out: dict[str, Any]) -> None:
-    for key, value in values.items():
-        name = f"{prefix}{key}"
-        if type(value) in _PLAIN:
-            out[name] = value
-        elif isinstance(value, Mapping):
-            _summarize_into(value, f"{name}/", out)
-        else:
-            stats = _stats(value)
-            if stats is None:
-                out[name] = value  # a scalar (or something the core will warn about)
-            else:
-                out.update({f"{name}/{stat}": v for stat, v in stats.items()})
-
-
-def _stats(value: Any) -> dict[str, Any] | None:
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        if value.numel() == 1 or value.is_complex():
-            return None
-        flat = value.detach().flatten()
-        flat = flat if flat.dtype == torch.float64 else flat.float()
-    elif isinstance(value, np.ndarray):
-        if value.size == 1 or value.dtype.kind not in "biuf":
-            return None
-        flat = value.astype(np.float64).ravel()
-    elif isinstance(value, (list, tuple)) and all(type(v) in (int, float) for v in value):
-        flat = np.asarray(value, dtype=np.float64)
-    else:
-        return None
-    count = int(flat.numel() if torch is not None and isinstance(flat, torch.Tensor) else flat.size)
-    if count == 0:
-        return {"count": 0}
-    if isinstance(flat, np.ndarray):
-        return {
-            "mean": float(flat.mean()),
-            "std": float(flat.std()),
-            "min": float(flat.min()),
-            "max": float(flat.max()),
-            "count": count,
-        }
-    return {
-        "mean": flat.mean(),
-        "std": flat.std(correction=0),
-        "min": flat.amin(),
-        "max": flat.amax(),
-        "count": count,
-    }
-
-
+# -- config ---------------------------------------------------------------------------------------
 def _without_trackers(value: Any, _depth: int = 0) -> Any:
     """DDPO/AlignProp configs hold the tracker object itself (``log_with``): record its name."""
     if isinstance(value, GeneralTracker):

@@ -17,14 +17,15 @@ process that dies without running Python (SIGKILL, OOM killer) reads as ``crashe
 from __future__ import annotations
 
 import inspect
-import os
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from .. import settings
 from .._warnings import warn_once
 from ..config import capture
-from ..derived import Throughput
+from ..launch import rank_info
+from ..throughput import Throughput
 from ..tracker import Tracker
 
 #: The key of the text sample that holds the recipe's YAML (as torchtune names its own copy).
@@ -57,7 +58,6 @@ class TunetrackLogger:
         tags: str | list[str] | tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
-        root = dir or os.environ.get("TUNETRACK_DIR") or log_dir
         if isinstance(tags, str):
             tags = [t.strip() for t in tags.split(",") if t.strip()]
         accepted = _tracker_arguments()
@@ -69,14 +69,11 @@ class TunetrackLogger:
         self.tracker = Tracker(
             project=None if project is None else str(project),
             name=None if name is None else str(name),
-            dir=root,
+            dir=settings.store_location(dir, default=log_dir),
             tags=[str(t) for t in tags or []],
             **passed,
         )
-        from ..env import rank_info
-
-        self._world = max(rank_info().world_size, 1)
-        self._throughput = Throughput(num_gpus=self._world)
+        self._throughput = Throughput(num_gpus=rank_info().world_size)
 
     def log(self, name: str, data: Any, step: int) -> None:
         self.log_dict({name: data}, step)
@@ -85,22 +82,12 @@ class TunetrackLogger:
         """One row at ``step``. Tensors are queued as they are: no ``.item()`` (no GPU sync) here."""
         row = dict(payload)
         try:
-            row.update(self._derived(step, row))
-        except Exception as exc:  # derived keys are a convenience; the row itself must get through
+            row.update(self._throughput.update(step, time.time(), row))
+        except Exception as exc:  # throughput keys are a convenience; the row itself must get through
             if self.tracker.strict:
                 raise
-            warn_once("torchtune:derived", f"could not derive throughput keys: {exc!r}")
+            warn_once("torchtune:throughput", f"could not derive throughput keys: {exc!r}")
         self.tracker.log(row, step=step)
-
-    def _derived(self, step: int, row: dict[str, Any]) -> dict[str, Any]:
-        """Step time and rates; ``perf/tokens_per_s`` is ``tokens_per_second_per_gpu`` × world size."""
-        plain = {k: v for k, v in row.items() if type(v) in (int, float)}
-        out: dict[str, Any] = self._throughput.update(step, time.time(), plain)
-        per_gpu = row.get("tokens_per_second_per_gpu")
-        if per_gpu is not None and "tokens_per_second_per_gpu" not in plain:
-            # A 0-d tensor: a queued multiply, snapshotted (cloned) by log() like the other values.
-            out["perf/tokens_per_s"] = per_gpu * self._world if self._world > 1 else per_gpu
-        return out
 
     def log_config(self, config: Any) -> None:
         """The resolved config, plus the YAML text as the recipe received it (a text sample).

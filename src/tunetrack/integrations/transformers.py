@@ -14,7 +14,6 @@ Trainer events onto the core ``Tracker``. What it must get right is the Trainer'
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
@@ -23,12 +22,13 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ..derived import Throughput
-from ..health import GRAD_KEYS, LOSS_KEYS, is_bad
-from ..store.layout import write_json_atomic
+from .. import resume as auto_resume
+from ..completions import CompletionFiles
+from ..health import diverged
+from ..throughput import Throughput
 from ..tracker import Tracker
+from ..trials import Trial, Trials, mark_pruned
 
-RUN_FILE = ".tunetrack_run"
 #: ``resume=`` values that never re-attach to an earlier run
 _NEVER = (None, False, "never", "no")
 
@@ -37,7 +37,7 @@ class TunetrackCallback(TrainerCallback):
     """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints.
 
     ``resume="auto"`` (default) re-attaches a ``train(resume_from_checkpoint=...)`` to the run recorded
-    in ``output_dir/.tunetrack_run``; ``resume=None`` always starts a new run; any other string is
+    in ``output_dir/.tunetrack_run`` (``tunetrack.resume``); ``resume=None`` always starts a new run; any other string is
     the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training cleanly when the
     loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
     """
@@ -61,8 +61,8 @@ class TunetrackCallback(TrainerCallback):
         self.resume = resume
         self.tracker_kwargs = tracker_kwargs
         self.tracker: Tracker | None = None
-        self._trial: str | None = None
-        self._trials = 0  # trials seen, for trial names when the search has no hp_name
+        self._trial: Trial | None = None
+        self._trials = Trials()
         self._trained = False  # a train() has begun on this run
         self._final_logged = False  # the current train() logged its final record (train_loss)
         self._throughput: Throughput | None = None
@@ -136,11 +136,11 @@ class TunetrackCallback(TrainerCallback):
         search = bool(state.is_hyper_param_search)
         resume_id, resume_step, root = None, None, self.dir
         if self.resume == "auto":
-            saved = _read(Path(args.output_dir) / RUN_FILE) if training and state.global_step > 0 else {}
-            if isinstance(saved.get("id"), str) and not search:
-                resume_id, resume_step = saved["id"], state.global_step
-                if root is None and isinstance(saved.get("dir"), str):
-                    root = saved["dir"]  # where the run is, whatever the working directory now is
+            saved = auto_resume.recall(args.output_dir) if training and state.global_step > 0 else None
+            if saved is not None and not search:
+                resume_id, resume_step = saved.run_id, state.global_step
+                if root is None and saved.dir is not None:
+                    root = saved.dir  # where the run is, whatever the working directory now is
         elif self.resume not in _NEVER and not search:
             resume_id = str(self.resume)
             resume_step = state.global_step if training else None
@@ -157,39 +157,24 @@ class TunetrackCallback(TrainerCallback):
 
     def _resumable(self, args: Any) -> str | None:
         """The run id a resumed train() re-attaches to (``resume="auto"``), from ``output_dir``."""
-        if self.resume != "auto":
-            return None
-        saved = _read(Path(args.output_dir) / RUN_FILE).get("id")
-        return saved if isinstance(saved, str) else None
+        saved = auto_resume.recall(args.output_dir) if self.resume == "auto" else None
+        return saved.run_id if saved is not None else None
 
     def _note(self, args: Any) -> None:
-        """At train begin, keep the run's id in ``output_dir`` for a later resume. Only training
-        writes it: a run started by evaluate()/predict() alone must never be resumed into."""
-        if not self._recording or self.tracker is None or self.tracker.run_dir is None:
-            return
-        try:
-            run_file = Path(args.output_dir) / RUN_FILE
-            run_file.parent.mkdir(parents=True, exist_ok=True)
-            root = str(self.tracker.run_dir.parent.resolve())
-            write_json_atomic(run_file, {"id": self.tracker.id, "dir": root})
-        except OSError:
-            pass  # the run is recorded anyway; only automatic resume needs this file
+        """At train begin, keep the run's id in ``output_dir`` for a later resume."""
+        if self._recording:
+            auto_resume.remember(args.output_dir, self.tracker)
 
     def _start_trial(self, args: Any, state: Any) -> None:
         """One run per trial of ``trainer.hyperparameter_search``: the callback instance is shared."""
         if self.tracker is not None:
             self.tracker.finish()
-        params = dict(state.trial_params or {})
-        number = self._trials
-        self._trials += 1
-        self._trial = str(state.trial_name) if state.trial_name else f"trial-{number}"
+        self._trial = trial = self._trials.next(state.trial_name, state.trial_params)
         base = self.name or _run_name(args) or self.project or "search"
-        tags = [*self.tags, *(f"{k}={v}" for k, v in sorted(params.items()))]
-        self._start(args, state, name=f"{base}-{self._trial}", tags=tags)
+        self._start(args, state, name=trial.run_name(base), tags=trial.tags(self.tags))
         if self._recording:
             assert self.tracker is not None
-            trial = {"name": self._trial, "number": number, "params": params, "pruned": False}
-            self.tracker.log_config({"trial": trial})
+            self.tracker.log_config(trial.config())
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if not self._recording or not state.is_world_process_zero:
@@ -201,8 +186,7 @@ class TunetrackCallback(TrainerCallback):
             # A completed train() logs its final record (train_loss) before on_train_end; Optuna's
             # pruning calls on_train_end straight from the evaluation, then raises TrialPruned.
             # (Early stopping still goes through the final record, so it is not mistaken for pruning.)
-            self.tracker.event("pruned", step=state.global_step, trial=self._trial)
-            self.tracker.log_config({"trial": {"pruned": True}})
+            mark_pruned(self.tracker, state.global_step, self._trial)
         self.tracker.flush()  # the run goes on: evaluate() and predict() usually follow
 
     def finish(self, state: str | None = None) -> None:
@@ -233,7 +217,7 @@ class TunetrackCallback(TrainerCallback):
                 if self._throughput is not None:
                     row.update(self._throughput.update(state.global_step, time.time(), logs))
                 self.tracker.log(row, step=state.global_step)
-        if self.on_nan == "stop" and any(is_bad(logs.get(k)) for k in (*LOSS_KEYS, *GRAD_KEYS)):
+        if self.on_nan == "stop" and diverged(logs):
             # Every rank sees the same reduced values, so every rank stops at the same step.
             control.should_save = True
             control.should_training_stop = True
@@ -303,41 +287,6 @@ class TunetrackCallback(TrainerCallback):
         return config
 
 
-class CompletionFiles:
-    """TRL's GRPO (``log_completions=True``) writes ``completions/completions_<step>.parquet`` after
-    the ``on_log`` of that step and sends the table only to wandb/trackio; pick the files up instead."""
-
-    def __init__(self) -> None:
-        self.seen: set[str] = set()
-
-    def collect(self, folder: Path, tracker: Tracker) -> None:
-        try:
-            files = sorted(p for p in folder.glob("completions_*.parquet") if p.name not in self.seen)
-        except OSError:
-            return
-        for path in files:
-            try:
-                import pandas as pd
-
-                frame = pd.read_parquet(path)
-            except Exception:
-                continue  # still being written: the next step picks it up
-            self.seen.add(path.name)
-            step = (
-                int(frame["step"].iloc[0])
-                if "step" in frame and len(frame)
-                else int(path.stem.split("_")[-1])
-            )
-            rows = [
-                {
-                    k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
-                    for k, v in r.items()
-                }
-                for r in frame.to_dict("records")
-            ]
-            tracker.log_text("completions", rows, step=step)
-
-
 def _gpu_name() -> str | None:
     """The device model for MFU; CUDA is already initialized by the Trainer when it is used."""
     import torch
@@ -351,11 +300,3 @@ def _gpu_name() -> str | None:
 def _run_name(args: Any) -> str | None:
     name = getattr(args, "run_name", None)
     return None if not name or name == getattr(args, "output_dir", None) else str(name)
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

@@ -1,6 +1,25 @@
 """Read runs back: ``list_runs`` and ``open_run`` return ``Run`` objects (metadata, state, config,
-summary, events, metric series). Used by the CLI, the dashboard and users' notebooks."""
+summary, events, metric series). Used by the CLI, the dashboard and users' notebooks; ``Catalog``
+keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``m4`` thins a
+series for drawing."""
 
-from .run import STATES, Run, Series, list_runs, open_run
+from ..states import STATES
+from .as_json import run_json
+from .catalog import Catalog
+from .downsample import m4
+from .find import list_runs, open_run, store_at
+from .run import Run
+from .series import Series, numeric_values
 
-__all__ = ["STATES", "Run", "Series", "list_runs", "open_run"]
+__all__ = [
+    "STATES",
+    "Catalog",
+    "Run",
+    "Series",
+    "list_runs",
+    "m4",
+    "numeric_values",
+    "open_run",
+    "run_json",
+    "store_at",
+]

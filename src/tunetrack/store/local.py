@@ -1,126 +1,27 @@
-"""The embedded default backend: append this process's records to its own file in the run folder.
+"""The run store in a folder of the local filesystem (or a network filesystem: NFS, Lustre).
 
-Rows are stored column-wise, one block per write: steps (int64), times (float64), and for each key a
-typed column (``f`` float64, ``i`` int64, ``b`` bool, ``o`` a msgpack list for strings, None and
-mixed values) with the row indices it covers when it does not cover every row. Reading one metric
-then decodes a few large byte strings instead of millions of small objects.
+``LocalStore`` is the store as a whole: it creates runs, opens a writing process's files
+(``ProcessFiles``, used only by that process's writer thread), publishes distributed jobs, and gives
+readers the runs it holds (``LocalRun``: a run folder's files, read-only). Names come from
+``layout``; what the data files hold is ``codec``'s business, their envelope ``framing``'s.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import struct
+import threading
 import time
-from array import array
-from collections.abc import Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
-from .._values import DROP, to_python
-from . import layout
+from ..jsonfile import read_json, write_json_atomic
+from . import jobs, layout
 from .framing import frame
 
 
-class Rows:
-    """A batch of logged rows, column by column, as the writer takes them off the queue and
-    ``encode_rows`` stores them: no per-row tuple is ever built or taken apart."""
-
-    __slots__ = ("plain", "steps", "times", "values")
-
-    def __init__(self) -> None:
-        self.steps: list[int] = []
-        self.times: list[float] = []
-        self.values: list[dict[Any, Any]] = []
-        self.plain = True  # every value of every row is a float (Tracker.log checked)
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    def add(self, step: int, unix_time: float, values: dict[Any, Any], plain: bool = False) -> None:
-        self.steps.append(step)
-        self.times.append(unix_time)
-        self.values.append(values)
-        self.plain = self.plain and plain
-
-
-def _encode_column(col: Sequence[Any]) -> tuple[str, bytes | list[Any], list[int] | None]:
-    """Pick the tightest storage for one column; return the kept positions if any value was dropped."""
-    types = set(map(type, col))
-    if types == {int}:
-        if min(col) >= -(2**63) and max(col) < 2**63:
-            return "i", array("q", col).tobytes(), None
-    elif types <= {float, int}:
-        return "f", array("d", col).tobytes(), None
-    elif types == {bool}:
-        return "b", bytes(col), None
-    values = [to_python(v) for v in col]
-    if any(v is DROP for v in values):
-        kept = [i for i, v in enumerate(values) if v is not DROP]
-        return "o", [values[i] for i in kept], kept
-    return "o", values, None
-
-
-def encode_rows(rows: Rows, on_drop: Any = None, last: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One ``r`` record for a batch of rows.
-
-    The common case (every row has the same string keys and only float values, as a training loop
-    logs) is one row-major float64 matrix built in a single C-level pass; anything else is stored
-    column by column.
-    """
-    dicts = rows.values
-    n = len(dicts)
-    record: dict[str, Any] = {
-        "k": "r",
-        "n": n,
-        "s": array("q", rows.steps).tobytes(),
-        "t": array("d", rows.times).tobytes(),
-    }
-    first = list(dicts[0])
-    uniform = list(chain.from_iterable(dicts)) == first * n
-    if uniform and rows.plain and all(type(k) is str for k in first):
-        flat = list(chain.from_iterable(map(dict.values, dicts)))
-        if last is not None:
-            last.update(dicts[-1])
-        return {**record, "m": first, "x": struct.pack(f"<{len(flat)}d", *flat), "c": {}}
-    valss: Sequence[Any] = list(map(tuple, map(dict.values, dicts)))
-    if uniform:
-        groups: dict[tuple, list[int] | None] = {tuple(first): None}
-    else:
-        groups = {}
-        for i, row in enumerate(dicts):
-            groups.setdefault(tuple(row), []).append(i)  # type: ignore[union-attr]
-    parts: dict[str, list[tuple[list[int] | None, Sequence[Any]]]] = {}
-    for keys, idx in groups.items():
-        rows_vals = valss if idx is None else [valss[i] for i in idx]
-        for key, values in zip(keys, zip(*rows_vals)):
-            parts.setdefault(key if type(key) is str else str(key), []).append((idx, values))
-    cols: dict[str, list[Any]] = {}
-    col: Sequence[Any]
-    for key, chunks in parts.items():
-        if len(chunks) == 1:
-            idx, col = chunks[0]
-        else:
-            pairs = sorted(
-                (i, v) for chunk_idx, chunk_col in chunks for i, v in zip(chunk_idx or range(n), chunk_col)
-            )
-            idx, col = [i for i, _ in pairs], [v for _, v in pairs]  # back in row (logging) order
-        kind, data, kept = _encode_column(col)
-        if kept is not None:
-            if on_drop is not None:
-                on_drop(key, len(col) - len(kept))
-            idx = [(idx[i] if idx is not None else i) for i in kept]
-        if not (kind == "o" and not data):
-            cols[key] = [kind, data, None if idx is None else array("I", idx).tobytes()]
-            if last is not None:
-                last[key] = data[-1] if kind == "o" else col[-1]
-    return {**record, "c": cols}
-
-
-class LocalStore:
-    """Writes one process's files. Called only from the writer thread."""
+class ProcessFiles:
+    """One writing process's files in a run folder. Called only from that process's writer thread."""
 
     def __init__(self, run_dir: Path, proc: str) -> None:
         self.run_dir = run_dir
@@ -131,11 +32,12 @@ class LocalStore:
         self._dirty = False
 
     def open(self, proc_meta: dict[str, Any]) -> None:
-        layout.write_json_atomic(self.proc_path, proc_meta)
+        write_json_atomic(self.proc_path, proc_meta)
         self._file = open(self.data_path, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
 
-    def append(self, record: dict[str, Any]) -> None:
-        self._file.write(frame(msgpack.packb(record, use_bin_type=True)))
+    def append(self, payload: bytes) -> None:
+        """Add one record (its payload, as ``codec.pack`` made it)."""
+        self._file.write(frame(payload))
         self._dirty = True
 
     def flush(self, fsync: bool = False) -> None:
@@ -149,6 +51,14 @@ class LocalStore:
         """Readers call a run crashed when this file's mtime goes stale, so touch it while alive."""
         os.utime(self.data_path)
 
+    def put_file(self, rel: str, data: bytes) -> None:
+        """A file of the run besides the records (an image), at ``rel`` inside the run folder."""
+        path = self.run_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
     def close(self, end: dict[str, Any]) -> None:
         try:
             if self._file is not None:
@@ -156,4 +66,145 @@ class LocalStore:
                 self._file.close()
         finally:
             self._file = None
-            layout.write_json_atomic(self.end_path, {**end, "time": end.get("time", time.time())})
+            write_json_atomic(self.end_path, {**end, "time": end.get("time", time.time())})
+
+
+class LocalRun:
+    """A run folder, read-only: what readers see of a run. Missing or unreadable files read as
+    absent (a reader never fails on one file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def run_json(self) -> dict[str, Any] | None:
+        return read_json(self.path / layout.RUN_JSON)
+
+    def where(self, proc: str) -> str:
+        """Where ``proc``'s records are, for messages."""
+        return str(self.path / f"{proc}{layout.DATA_SUFFIX}")
+
+    def processes(self) -> list[str]:
+        """The writing processes, by name."""
+        names = (layout.proc_of(p.name) for p in self.path.glob(f"*{layout.PROC_SUFFIX}"))
+        return sorted(name for name in names if name is not None)
+
+    def process_meta(self, proc: str) -> dict[str, Any] | None:
+        return read_json(self.path / f"{proc}{layout.PROC_SUFFIX}")
+
+    def process_end(self, proc: str) -> dict[str, Any] | None:
+        return read_json(self.path / f"{proc}{layout.END_SUFFIX}")
+
+    def data_size(self, proc: str) -> int:
+        try:
+            return (self.path / f"{proc}{layout.DATA_SUFFIX}").stat().st_size
+        except OSError:
+            return 0
+
+    def read_data(self, proc: str, offset: int = 0) -> bytes:
+        """The process's record bytes from ``offset`` on (what it has written so far)."""
+        try:
+            with open(self.path / f"{proc}{layout.DATA_SUFFIX}", "rb") as f:
+                f.seek(offset)
+                return f.read()
+        except OSError:
+            return b""
+
+    def heartbeat(self, proc: str) -> float | None:
+        """When the process last showed it was alive (its writer touches the data file), or None."""
+        try:
+            return (self.path / f"{proc}{layout.DATA_SUFFIX}").stat().st_mtime
+        except OSError:
+            return None
+
+    def signature(self) -> tuple[tuple[str, int, int], ...]:
+        """Changes whenever a process of the run writes, ends, or starts."""
+        out = []
+        try:
+            with os.scandir(self.path) as entries:
+                for entry in entries:
+                    if entry.is_file():
+                        st = entry.stat()
+                        out.append((entry.name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            pass
+        return tuple(sorted(out))
+
+    def read_media(self, rel: str) -> bytes | None:
+        """A media file of the run (``media/...``), or None if there is none there. A path that would
+        leave the run's media folder names none."""
+        base = (self.path / layout.MEDIA_DIR).resolve()
+        target = (self.path / rel).resolve()
+        if not target.is_relative_to(base) or not target.is_file():
+            return None
+        try:
+            return target.read_bytes()
+        except OSError:
+            return None
+
+
+class LocalStore:
+    """A run store rooted at a folder: ``./tunetrack_runs``, ``$TUNETRACK_DIR`` or ``dir=``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __str__(self) -> str:
+        return str(self.root)
+
+    # -- writing ---------------------------------------------------------------------------------
+    def create_run(self, run_id: str, data: dict[str, Any]) -> bool:
+        """Create the run's ``run.json`` exactly once; False if another process created it first."""
+        run_dir = self.root / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(run_dir / layout.RUN_JSON, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, allow_nan=True, default=str)
+        return True
+
+    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> ProcessFiles:
+        """This process's files in the run, its metadata written."""
+        files = ProcessFiles(self.root / run_id, proc)
+        files.open(meta)
+        return files
+
+    def publish_job(self, job_key: str, run_id: str) -> None:
+        jobs.publish(self.root, job_key, run_id)
+
+    def wait_for_job(
+        self, job_key: str, not_before: float, timeout: float, stop: threading.Event
+    ) -> str | None:
+        return jobs.wait_for(self.root, job_key, not_before, timeout, stop)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def run_dir(self, run_id: str) -> Path:
+        return self.root / run_id
+
+    def run(self, run_id: str) -> LocalRun | None:
+        """The run ``run_id``, or None if the store holds no such run."""
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            return None
+        run = LocalRun(self.root / run_id)
+        return run if (self.root / run_id / layout.RUN_JSON).is_file() else None
+
+    def entries(self) -> list[tuple[str, int]]:
+        """``(run id, stamp)`` for every folder that may hold a run, in one directory listing. The
+        stamp (the folder's mtime) changes when a process of the run starts or ends (its files are
+        created or renamed into place), not when records are appended."""
+        out = []
+        try:
+            with os.scandir(self.root) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir() and not entry.name.startswith("."):
+                            out.append((entry.name, entry.stat().st_mtime_ns))
+                    except OSError:
+                        continue  # deleted meanwhile
+        except OSError:
+            return []
+        return out

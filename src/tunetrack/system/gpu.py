@@ -3,12 +3,8 @@ training process's own CUDA allocator. A machine without GPUs gets none, and one
 
 from __future__ import annotations
 
-import logging
-
 from .base import Source
 from .torch_alloc import TorchAllocatorSource
-
-log = logging.getLogger("tunetrack.system")
 
 
 def gpu_sources() -> list[Source]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import mimetypes
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,10 +20,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from .._warnings import warn_once
+from ..config import MISSING, diff
 from ..errors import TunetrackError
-from ..reader import Run, Series
-from .cache import RunCache
-from .downsample import m4
+from ..reader import Catalog, Run, Series, m4, numeric_values, run_json
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -58,13 +58,7 @@ def _points(
     as many as were hidden), so the answer is ``reset`` and the client starts over. (NaN and ±Inf
     leave as null, a gap in the line: FastAPI serializes through pydantic, which writes them so.)"""
     xs = s.steps if x == "step" else s.times
-    values = (
-        s.values.astype(np.float64, copy=False)
-        if s.values.dtype != object
-        else np.array(
-            [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
-        )
-    )
+    values = numeric_values(s)
     total = len(s)
     new_cursor = rewinds << CURSOR_BITS | total
     if cursor is not None:
@@ -92,14 +86,9 @@ def _points(
 
 
 def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]]:
-    """(key, each run's value as text, None where absent) for every flat config key whose values differ."""
-    missing = object()
-    out = []
-    for key in sorted(set().union(*flats)):
-        raw = [f.get(key, missing) for f in flats]
-        if any(v != raw[0] for v in raw[1:]):
-            out.append((key, [None if v is missing else str(v) for v in raw]))
-    return out
+    """(key, each run's value as text, None where absent) for every flat config key whose values differ
+    (``config.diff``: the comparison ``tunetrack diff`` makes)."""
+    return [(key, [None if v is MISSING else str(v) for v in values]) for key, values in diff(flats)]
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -129,39 +118,27 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict")
         return response
 
-    runs_cache = RunCache(root)
+    catalog = Catalog(root)
 
     def run_or_404(run_id: str) -> Run:
         try:
-            return runs_cache.open(run_id)
+            return catalog.open(run_id)
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
 
     @app.get("/api/runs", summary="Runs, newest first")
     def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        return runs_cache.rows(project=project, state=state)
+        return catalog.rows(project=project, state=state)
 
     @app.get("/api/runs/{run_id}", summary="One run: metadata, config, keys, events")
     def run(run_id: str) -> dict[str, Any]:
         r = run_or_404(run_id)
         return {
-            "id": r.id,
-            "name": r.name,
-            "project": r.project,
-            "state": r.state,
-            "tags": r.tags,
-            "created": r.created,
-            "ended": r.ended,
-            "hosts": r.hosts,
-            "error": r.error,
-            "meta": r.meta,
-            "config": r.config,
+            **run_json(r, detail=True),
             "flat_config": {k: str(v) for k, v in r.flat_config.items()},
             "keys": r.keys(),
             "system_keys": r.system_keys(),
             "nodes": r.nodes,
-            "events": r.events(),
-            "last_step": r.last_step,
         }
 
     @app.get("/api/runs/{run_id}/series", summary="One metric, downsampled (M4) or new points since a cursor")
@@ -215,7 +192,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         for i, (run_id, k, n) in enumerate(specs):
             entry: dict[str, Any] = {"run": run_id, "key": k, "node": n or None}
             try:
-                r = runs_cache.open(run_id)
+                r = catalog.open(run_id)
                 found = _find(r, k, n or None)
             except TunetrackError as exc:
                 found, entry["error"] = None, str(exc)
@@ -228,7 +205,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
 
     def _all_keys(run_id: str) -> list[tuple[str, str]]:
         try:
-            r = runs_cache.open(run_id)
+            r = catalog.open(run_id)
         except TunetrackError:
             return [("", "")]  # one entry, which then reports the run as missing
         return [(k, "") for k in r.keys()] + [(k, n) for n in r.nodes for k in r.system_keys()]
@@ -249,13 +226,11 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         return {"a": ra.id, "b": rb.id, "rows": rows}
 
     @app.get("/api/runs/{run_id}/media/{path:path}", summary="An image stored with the run")
-    def media(run_id: str, path: str) -> FileResponse:
-        r = run_or_404(run_id)
-        base = (r.path / "media").resolve()
-        target = (r.path / path).resolve()
-        if not target.is_relative_to(base) or not target.is_file():
+    def media(run_id: str, path: str) -> Response:
+        data = run_or_404(run_id).read_media(path)
+        if data is None:
             raise HTTPException(404, "no such media file in this run")
-        return FileResponse(target)
+        return Response(data, media_type=mimetypes.guess_type(path)[0] or "application/octet-stream")
 
     uplot_tag = _uplot_tag()
     if uplot_tag is None:

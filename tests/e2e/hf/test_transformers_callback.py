@@ -18,7 +18,8 @@ from _tiny import build_dataset, build_model, build_tokenizer
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from helpers import EXAMPLES_DIR, SRC, run_script
-from tunetrack.integrations.transformers import RUN_FILE, TunetrackCallback
+from tunetrack.integrations.transformers import TunetrackCallback
+from tunetrack.resume import MARKER as RUN_FILE
 from tunetrack.reader import list_runs, open_run
 
 

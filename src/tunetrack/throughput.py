@@ -1,5 +1,8 @@
-"""Throughput derived from what the frameworks already log: step time, steps/s, samples/s, tokens/s,
+"""Throughput from what the frameworks already log: step time, steps/s, samples/s, tokens/s,
 achieved TFLOP/s and MFU. Adapters feed it each logged row; it returns extra ``perf/*`` keys.
+
+It never synchronizes a GPU: a 0-d tensor it needs (torchtune's per-GPU token rate) is scaled with a
+queued tensor operation and left for ``log()`` to copy and the writer to convert.
 
 Token counts come from ``num_input_tokens_seen`` (Transformers, cumulative), ``num_tokens`` (TRL,
 cumulative) or ``tokens_per_second_per_gpu`` (torchtune, a rate). TFLOP/s come from Transformers'
@@ -8,6 +11,8 @@ cumulative) or ``tokens_per_second_per_gpu`` (torchtune, a rate). TFLOP/s come f
 
 from __future__ import annotations
 
+import numbers
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,14 +55,16 @@ def peak_tflops(gpu_name: str | None) -> float | None:
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
+    """A Python or NumPy number as a float; None for anything else (tensors included: reading one
+    would wait for the GPU)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or _is_tensor(value):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(value.item())  # 0-d tensors (torchtune)
-    except Exception:
-        return None
+    return float(value)
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 class Throughput:
@@ -72,8 +79,9 @@ class Throughput:
         self._last: tuple[int, float] | None = None
         self._last_tokens: tuple[float, float] | None = None
 
-    def update(self, step: int, now: float, values: Mapping[str, Any]) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def update(self, step: int, now: float, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``perf/*`` keys this row adds (floats, or a 0-d tensor for a tensor rate)."""
+        out: dict[str, Any] = {}
         if self._last is not None and step > self._last[0] and now > self._last[1]:
             steps, seconds = step - self._last[0], now - self._last[1]
             out["perf/step_time_s"] = seconds / steps
@@ -87,9 +95,11 @@ class Throughput:
             if self._last_tokens is not None and tokens > self._last_tokens[0] and now > self._last_tokens[1]:
                 out["perf/tokens_per_s"] = (tokens - self._last_tokens[0]) / (now - self._last_tokens[1])
             self._last_tokens = (tokens, now)
-        per_gpu = _number(values.get("tokens_per_second_per_gpu"))
-        if per_gpu is not None:
-            out["perf/tokens_per_s"] = per_gpu * self.num_gpus
+        per_gpu: Any = values.get("tokens_per_second_per_gpu")
+        if _number(per_gpu) is not None:
+            out["perf/tokens_per_s"] = float(per_gpu) * self.num_gpus
+        elif _is_tensor(per_gpu) and per_gpu.numel() == 1:
+            out["perf/tokens_per_s"] = per_gpu * self.num_gpus if self.num_gpus > 1 else per_gpu
         flos, runtime = _number(values.get("total_flos")), _number(values.get("train_runtime"))
         if flos and runtime:
             out["perf/tflops"] = flos / runtime / 1e12

@@ -15,43 +15,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import re
 import types
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
-REDACTED = "***REDACTED***"
+from ..redact import REDACTED, is_secret_key
+
 MAX_DEPTH = 20
 MAX_STR = 10_000
 MAX_ITEMS = 1_000
-
-# Matched against the key's lowercased words joined without separators ("wandb_api_key" -> "wandbapikey").
-# "auth" matches "use_auth_token" and "Authorization" but not "author", "authored" or "authority".
-_SECRET = re.compile(r"passw(or)?d|secret|apikey|accesskey|privatekey|credential|auth(?!or(?!i[sz]))")
-# A last word ending in "token" names a secret ("hub_token", "HF_TOKEN", "hfToken", "token") unless the word
-# before it names a special token of a tokenizer or a count ("pad_token", "eos_token", "n_token").
-_PUBLIC_TOKEN = re.compile(
-    r"bos|eos|pad|unk|sep|cls|mask|eot|boi|eoi|image|video|audio|start|end|n|num|max|min"
-)
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether values under ``key`` must be redacted.
-
-    LLM configs are full of keys that contain "token" and are not secrets (``max_tokens``,
-    ``tokenizer_name``, ``pad_token_id``, ``eos_token``, ``tokens_per_second``), so "token" only counts
-    as the key's last word; plural counts, ids and tokenizer names never match.
-    """
-    words = re.findall(r"[a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
-    if _SECRET.search("".join(words)):
-        return True
-    return (
-        bool(words)
-        and words[-1].endswith("token")
-        and (len(words) == 1 or not _PUBLIC_TOKEN.fullmatch(words[-2]))
-    )
-
 
 def capture(obj: Any) -> dict[str, Any]:
     """A nested dict of only dict/list/str/int/float/bool/None (floats may be NaN/Inf).
@@ -166,33 +139,3 @@ def _omegaconf(cfg: Any) -> Any:
         except Exception:
             out[key] = raw[key]
     return out if isinstance(raw, dict) else list(out.values())
-
-
-def flatten(nested: Mapping[str, Any], sep: str = ".") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` so two runs' configs diff key by key.
-
-    Lists stay single values (a changed list is one difference), and an empty dict stays ``{}``
-    so the key is not lost.
-    """
-    out: dict[str, Any] = {}
-    for key, value in nested.items():
-        if isinstance(value, Mapping) and value:
-            for sub, leaf in flatten(value, sep).items():
-                out[f"{key}{sep}{sub}"] = leaf
-        else:
-            out[key] = value
-    return out
-
-
-def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep merge for repeated ``log_config`` calls: nested dicts merge, otherwise ``update`` wins.
-
-    Neither argument is modified, so a config already handed to a backend never changes under it.
-    """
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out

@@ -1,0 +1,60 @@
+"""The CLI's machine-readable output: JSON (``--json``) and the exporters (JSON Lines, CSV, Parquet)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+def _json_default(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def dumps(data: Any) -> str:
+    """JSON with NaN and ±Inf written as ``NaN``/``Infinity`` (Python's ``json`` and pandas read them)."""
+    return json.dumps(data, allow_nan=True, default=_json_default)
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:
+    count = 0
+    for row in rows:
+        stream.write(dumps(row) + "\n")
+        count += 1
+    return count
+
+
+def write_csv(rows: Iterable[dict[str, Any]], fields: list[str], stream: IO[str]) -> int:
+    """A header (``fields``) and one line per row; None is an empty cell, NaN/±Inf ``nan``/``inf``."""
+    writer = csv.DictWriter(stream, fieldnames=fields, restval="")
+    writer.writeheader()
+    count = 0
+    for row in rows:
+        writer.writerow(row)
+        count += 1
+    return count
+
+
+def require_parquet() -> None:
+    """Raise ImportError (one line, with the pip command) unless pandas and pyarrow import."""
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "parquet export needs pandas and pyarrow: pip install 'tunetrack[parquet]'"
+        ) from None
+
+
+def write_parquet(rows: Iterator[dict[str, Any]], fields: list[str], path: str) -> int:
+    """One row per logged row. A column that mixes types (a key logged as a number and as text)
+    is stored as text, since a parquet column has one type."""
+    import pandas as pd
+
+    frame = pd.DataFrame.from_records(list(rows), columns=fields)
+    for col in [c for c in frame.columns if frame[c].dtype.kind == "O"]:
+        kinds = {type(v) for v in frame[col] if v is not None and v == v}  # v != v: NaN, a missing cell
+        if len(kinds) > 1:
+            frame[col] = [None if v is None or v != v else str(v) for v in frame[col]]
+    frame.to_parquet(path, index=False)
+    return len(frame)

@@ -1,0 +1,227 @@
+"""The CLI's tables: the run listing (``ls``), one run (``show``) and a config diff (``diff``).
+
+Run names, tags and config values are user data: they are printed as ``Text`` (never interpreted as
+rich markup). Everything here takes ``Run`` objects from the read API and never reads the store.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .. import metric_keys, states
+from ..config import MISSING
+from ..reader import Run
+from .plot import plot
+
+STATE_STYLE = {
+    states.RUNNING: "cyan",
+    states.FINISHED: "green",
+    states.FAILED: "red",
+    states.KILLED: "yellow",
+    states.CRASHED: "magenta",
+}
+
+
+# -- small formatters ----------------------------------------------------------------------------
+def console() -> Console:
+    """Wide enough for the tables when the output is a pipe or a file (rich would assume 80 columns)."""
+    plain = Console(highlight=False)
+    return plain if plain.is_terminal else Console(highlight=False, width=max(plain.width, 160))
+
+
+def when(ts: float | None) -> str:
+    """A unix time as local time, ``—`` when unknown."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "—"
+
+
+def duration(run: Run) -> str:
+    end = run.ended or (time.time() if run.state == states.RUNNING else None)
+    if end is None or not run.created:
+        return "—"
+    seconds = int(max(end - run.created, 0))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def short(value: Any, width: int = 60) -> str:
+    """``str(value)`` on one line, cut to ``width`` characters with an ellipsis."""
+    text = str(value)
+    if "\n" in text:
+        text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "—" if value is None else short(value, 24)
+
+
+def state_text(state: str) -> Text:
+    return Text(state, style=STATE_STYLE.get(state, ""))
+
+
+# -- ls ------------------------------------------------------------------------------------------
+def runs_table(runs: list[Run], latest: list[dict[str, Any]]) -> Table:
+    """The ``ls`` table; ``latest[i]`` is ``runs[i].latest()``. Its metric columns are the loss-like
+    keys the runs logged."""
+    metrics = [k for k in metric_keys.LOSS_LIKE if any(k in last["values"] for last in latest)]
+    table = Table(show_edge=False, header_style="bold")
+    for col in ("id", "name", "project", "state", "tags", "hosts", "created", "duration", "step", *metrics):
+        numeric = col == "step" or col in metrics
+        table.add_column(col, no_wrap=col in ("id", "created"), justify="right" if numeric else "left")
+    for run, last in zip(runs, latest):
+        table.add_row(
+            Text(run.id),
+            Text(run.name),
+            Text(run.project or "—"),
+            state_text(run.state),
+            Text(", ".join(run.tags)),
+            Text(", ".join(run.hosts)),
+            when(run.created),
+            duration(run),
+            number(last["step"]),
+            *(number(last["values"].get(k)) for k in metrics),
+        )
+    return table
+
+
+# -- show ----------------------------------------------------------------------------------------
+def _section(title: str, *columns: str) -> Table:
+    table = Table(title=title, show_edge=False, title_justify="left", header_style="bold")
+    for col in columns:
+        table.add_column(col)
+    return table
+
+
+def head_table(run: Run) -> Table:
+    """Metadata: identity, state, times, hosts, git, command line, versions."""
+    processes = run.meta.get("processes") or []
+    primary = next((p for p in processes if p.get("role") == "primary"), processes[0] if processes else {})
+    git = primary.get("git") or {}
+    flags = ", ".join(x for x in (git.get("branch"), "dirty" if git.get("dirty") else None) if x)
+    versions = {"python": primary.get("python"), **(primary.get("versions") or {})}
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    for label, value in [
+        ("run", Text(f"{run.name} ({run.id})")),
+        ("project", Text(run.project or "—")),
+        ("state", state_text(run.state)),
+        ("created", Text(when(run.created))),
+        ("ended", Text(when(run.ended))),
+        ("duration", Text(duration(run))),
+        ("hosts", Text(", ".join(run.hosts) or "—")),
+        ("processes", Text(str(len(processes)))),
+        ("user", Text(str(primary.get("user") or "—"))),
+        ("tags", Text(", ".join(run.tags) or "—")),
+        ("git", Text(f"{str(git.get('commit', ''))[:12]}{f' ({flags})' if flags else ''}" if git else "—")),
+        ("command", Text(short(shlex.join(map(str, primary.get("argv") or [])), 120) or "—")),
+        ("versions", Text(", ".join(f"{k} {v}" for k, v in versions.items() if v) or "—")),
+        ("path", Text(str(run.path))),
+    ]:
+        head.add_row(label, value)
+    return head
+
+
+def config_table(run: Run) -> Table | None:
+    flat = run.flat_config
+    if not flat:
+        return None
+    table = _section("config", "key", "value")
+    for key, value in flat.items():
+        table.add_row(Text(key), Text(short(value)))
+    return table
+
+
+def summary_table(summary: dict[str, dict[str, Any]]) -> Table | None:
+    if not summary:
+        return None
+    table = _section("summary", "key")
+    for col in ("last", "min", "max", "step", "count"):
+        table.add_column(col, justify="right")
+    for key, s in summary.items():
+        table.add_row(
+            Text(key),
+            number(s["last"]),
+            number(s["min"]),
+            number(s["max"]),
+            number(s["step"]),
+            str(s["count"]),
+        )
+    return table
+
+
+def events_table(events: list[dict[str, Any]]) -> Table | None:
+    if not events:
+        return None
+    table = _section("events", "step", "kind", "time", "details")
+    for e in events:
+        details = ", ".join(f"{k}={short(v, 40)}" for k, v in e.items() if k not in ("kind", "step", "time"))
+        table.add_row(number(e["step"]), Text(e["kind"]), when(e["time"]), Text(details))
+    return table
+
+
+def system_table(system: dict[str, dict[str, Any]]) -> Table | None:
+    if not system:
+        return None
+    table = _section("system", "last value of")
+    for node in system:
+        table.add_column(node, justify="right")
+    for key in sorted({k for values in system.values() for k in values}):
+        table.add_row(Text(key), *(number(values.get(key)) for values in system.values()))
+    return table
+
+
+def show(run: Run) -> None:
+    """``tunetrack show``: metadata, config, summary, events, system metrics, the error, a plot."""
+    out = console()
+    out.print(head_table(run))
+    parts = [
+        config_table(run),
+        summary_table(run.summary()),
+        events_table(run.events()),
+        system_table(run.system_summary()),
+    ]
+    for part in parts:
+        if part is not None:
+            out.print()
+            out.print(part)
+    if run.error:
+        out.print()
+        out.print(Text("error", style="bold red"))
+        out.print(Text(run.error.rstrip()))
+    chart = plot(run, width=min(80, out.width))
+    if chart:
+        out.print()
+        out.print(Text.from_ansi(chart))
+
+
+# -- diff ----------------------------------------------------------------------------------------
+def diff_table(a: Run, b: Run, rows: list[tuple[str, list[Any]]]) -> Table:
+    """``rows``: ``config.diff([a.flat_config, b.flat_config])``."""
+    only_a = sum(vb is MISSING for _, (_, vb) in rows)
+    only_b = sum(va is MISSING for _, (va, _) in rows)
+    changed = len(rows) - only_a - only_b
+    caption = f"{len(rows)} keys differ: {only_a} only in A, {only_b} only in B, {changed} changed"
+    table = Table(show_edge=False, header_style="bold", caption=caption, caption_justify="left")
+    table.add_column("key")
+    table.add_column(f"A: {a.name} ({a.id})")
+    table.add_column(f"B: {b.name} ({b.id})")
+    for key, (va, vb) in rows:
+        # Strings print bare unless that would hide the difference ("1" against 1).
+        literal = str(va) == str(vb)
+        table.add_row(Text(key), _cell(va, literal), _cell(vb, literal))
+    return table
+
+
+def _cell(value: Any, literal: bool) -> Text:
+    if value is MISSING:
+        return Text(repr(value), style="dim italic")
+    return Text(short(repr(value) if literal or not isinstance(value, str) else value))

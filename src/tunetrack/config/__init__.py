@@ -1,0 +1,7 @@
+"""A run's config (its hyperparameters): captured from whatever object a script hands over, and
+handled as a tree (merged, flattened, compared). tunetrack's own settings are ``tunetrack.settings``."""
+
+from .capture import capture
+from .tree import MISSING, diff, flatten, merge, same
+
+__all__ = ["MISSING", "capture", "diff", "flatten", "merge", "same"]

@@ -1,0 +1,79 @@
+"""A run's config as a tree of nested dicts: merged as it grows, flattened to dotted keys, compared.
+
+The comparison is the one every view uses (``tunetrack diff``, the dashboard's compare and diff), so
+two runs never differ in one place and agree in another. Config values are data, not Python: ``True``
+and ``1`` differ, ``NaN`` equals ``NaN`` (the same setting), and a key that is missing differs from a
+key set to ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class _Missing:
+    """A key one config does not have (``None`` is a value a config can hold)."""
+
+    def __repr__(self) -> str:
+        return "(not set)"
+
+
+MISSING: Any = _Missing()
+
+
+def flatten(nested: Mapping[str, Any], sep: str = ".") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` -> ``{"a.b": 1}`` so two runs' configs diff key by key.
+
+    Lists stay single values (a changed list is one difference), and an empty dict stays ``{}``
+    so the key is not lost.
+    """
+    out: dict[str, Any] = {}
+    for key, value in nested.items():
+        if isinstance(value, Mapping) and value:
+            for sub, leaf in flatten(value, sep).items():
+                out[f"{key}{sep}{sub}"] = leaf
+        else:
+            out[key] = value
+    return out
+
+
+def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep merge for repeated ``log_config`` calls: nested dicts merge, otherwise ``update`` wins.
+
+    Neither argument is modified, so a config already handed to a backend never changes under it.
+    """
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two config values are the same setting (``MISSING`` is never the same as anything)."""
+    if a is MISSING or b is MISSING:
+        return a is b
+    if type(a) is not type(b) and (isinstance(a, bool) or isinstance(b, bool)):
+        return False  # True == 1 in Python, not in a config
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+def diff(flats: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
+    """``(key, [each config's value, or MISSING])`` for every flat key whose values are not all the
+    same, in key order."""
+    out = []
+    for key in sorted(set().union(*flats)):
+        values = [flat.get(key, MISSING) for flat in flats]
+        if not all(same(values[0], v) for v in values[1:]):
+            out.append((key, values))
+    return out

@@ -1,0 +1,25 @@
+"""Well-known metric keys, as the frameworks name them: the training loss, the evaluation loss, the
+learning rate and the gradient norm.
+
+Training-health checks watch the loss and gradient-norm keys; listings show the loss columns; the
+terminal plot puts the losses on one axis and the learning rate on the other; the console backend
+prints them first. All of them read these lists, so a framework's new spelling is added once.
+"""
+
+from __future__ import annotations
+
+#: The training loss: Transformers/TRL, the ``train/`` spelling of many loops, Lightning's step loss.
+LOSS = ("loss", "train/loss", "train_loss_step")
+#: The evaluation loss: Transformers' ``eval_loss`` and the ``eval/`` spelling.
+EVAL_LOSS = ("eval_loss", "eval/loss")
+#: The learning rate: Transformers' ``learning_rate``, the common ``lr``, and the ``train/`` spelling.
+LEARNING_RATE = ("learning_rate", "lr", "train/learning_rate")
+#: The gradient norm before clipping.
+GRAD_NORM = ("grad_norm", "train/grad_norm", "gradient_norm")
+#: Losses of either kind, training first: the columns a run listing shows.
+LOSS_LIKE = (*LOSS, *EVAL_LOSS)
+
+
+def main_loss(values: dict[str, object]) -> object:
+    """The training loss among ``values`` (its first well-known spelling), or None."""
+    return next((values[k] for k in LOSS if k in values), None)

@@ -1,0 +1,62 @@
+"""Finding runs in a store: all of them (filtered), or one by id, unique id prefix or unique name."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from .. import settings
+from ..errors import AmbiguousRun, RunNotFound
+from ..store import LocalStore, open_store
+from .run import Run
+
+
+def store_at(dir: str | os.PathLike[str] | None = None) -> LocalStore:
+    """The store readers look in: ``dir``, else ``$TUNETRACK_DIR``, else ``./tunetrack_runs``."""
+    return open_store(settings.store_location(dir))
+
+
+def load(store: LocalStore, run_id: str) -> Run | None:
+    """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run."""
+    folder = store.run(run_id)
+    data = folder.run_json() if folder is not None else None
+    return Run(folder, data) if folder is not None and data is not None else None
+
+
+def all_runs(store: LocalStore) -> list[Run]:
+    return [run for run_id, _ in store.entries() if (run := load(store, run_id)) is not None]
+
+
+def list_runs(
+    dir: str | os.PathLike[str] | None = None,
+    project: str | None = None,
+    state: str | None = None,
+    tags: Sequence[str] | None = None,
+) -> list[Run]:
+    """Runs in the store, newest first, filtered by project, state and tags (all must match)."""
+    runs = all_runs(store_at(dir))
+    if project is not None:
+        runs = [r for r in runs if r.project == project]
+    if tags:
+        runs = [r for r in runs if set(tags) <= set(r.tags)]
+    if state is not None:
+        runs = [r for r in runs if r.state == state]
+    return sorted(runs, key=lambda r: r.created, reverse=True)
+
+
+def open_run(ref: str, dir: str | os.PathLike[str] | None = None) -> Run:
+    """A run by id, unique id prefix, or unique name."""
+    store = store_at(dir)
+    if not ref:
+        raise RunNotFound("an empty string names no run")
+    exact = load(store, ref)
+    if exact is not None:
+        return exact
+    runs = all_runs(store)
+    for matches in ([r for r in runs if r.id.startswith(ref)], [r for r in runs if r.name == ref]):
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            names = ", ".join(f"{r.id} ({r.name})" for r in matches[:10])
+            raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {names}")
+    raise RunNotFound(f"no run {ref!r} in {store}")

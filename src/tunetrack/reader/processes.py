@@ -1,0 +1,89 @@
+"""The processes that wrote a run, and the run's state derived from them alone (no server).
+
+A run's state is its latest primary (rank-0) attempt's: the state in its end record if it has one;
+otherwise ``running`` while it is alive, ``crashed`` once it certainly died (same host, pid gone) or
+its heartbeat (the writer touches its data every few seconds) is older than ``settings.stale_after()``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .. import settings, states
+from ..store.local import LocalRun
+
+
+@dataclass
+class Process:
+    name: str
+    meta: dict[str, Any]
+    end: dict[str, Any] | None
+    folder: LocalRun
+
+    @property
+    def node(self) -> str:
+        """``node<node rank>:<host>``: names a node's system metrics, also when nodes share a host."""
+        rank = self.meta.get("rank") or {}
+        return f"node{int(rank.get('node_rank', 0) or 0)}:{self.meta.get('host', '?')}"
+
+    @property
+    def start(self) -> float:
+        return float(self.meta.get("start", 0.0))
+
+    @property
+    def primary(self) -> bool:
+        rank = self.meta.get("rank") or {}
+        return int(rank.get("rank", 0) or 0) == 0
+
+    @property
+    def ended(self) -> bool:
+        """It wrote its end record, or it is certainly gone: its data will not grow any more."""
+        return self.end is not None or not self.alive()
+
+    def heartbeat(self) -> float | None:
+        return self.folder.heartbeat(self.name)
+
+    def alive(self) -> bool:
+        """False when this process certainly died (same host, pid gone) or went silent."""
+        beat = self.heartbeat()
+        if beat is None or time.time() - beat > settings.stale_after():
+            return False
+        if self.meta.get("host") == socket.gethostname():
+            try:
+                os.kill(int(self.meta.get("pid", -1)), 0)
+            except ProcessLookupError:
+                return False
+            except (PermissionError, ValueError, OverflowError):
+                pass
+        return True
+
+
+def processes(folder: LocalRun) -> list[Process]:
+    """The run's writing processes, in the order they started."""
+    procs = [
+        Process(name, folder.process_meta(name) or {}, folder.process_end(name), folder)
+        for name in folder.processes()
+    ]
+    return sorted(procs, key=lambda p: p.start)
+
+
+def latest_primary(procs: list[Process]) -> Process | None:
+    primaries = [p for p in procs if p.primary] or procs
+    return primaries[-1] if primaries else None
+
+
+def run_state(procs: list[Process], created: float) -> tuple[str, float | None, str | None]:
+    """``(state, ended, traceback)`` of a run whose processes are ``procs``."""
+    latest = latest_primary(procs)
+    if latest is None:  # created, and no process has written its metadata yet (or ever will)
+        age = time.time() - created
+        return (states.RUNNING if age < settings.stale_after() else states.CRASHED), None, None
+    if latest.end is not None:
+        return str(latest.end.get("state", states.FINISHED)), latest.end.get("time"), latest.end.get("traceback")
+    if latest.alive():
+        return states.RUNNING, None, None
+    return states.CRASHED, latest.heartbeat(), None

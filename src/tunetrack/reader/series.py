@@ -1,0 +1,68 @@
+"""Metric series: one key's visible points across blocks, and their summary (last, min, max, count)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..store import codec
+
+
+@dataclass
+class Series:
+    """One metric's visible points, in logging order."""
+
+    steps: np.ndarray
+    values: np.ndarray
+    times: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+
+def series(blocks: list[codec.Block], key: str) -> Series:
+    """Concatenate one key's visible points across blocks, in logging order."""
+    parts = [c for b in blocks if (c := b.column(key)) is not None]
+    if not parts:
+        return Series(np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
+    steps, times, values = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    if len(parts) > 1 and times.size > 1 and np.any(np.diff(times) < 0):
+        order = np.argsort(times, kind="stable")
+        steps, times, values = steps[order], times[order], values[order]
+    return Series(steps, values, times)
+
+
+def py(value: Any) -> Any:
+    """A NumPy scalar as the Python number it holds."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def summarize(s: Series) -> dict[str, Any]:
+    """Last value, min and max over finite numbers, count, and the step of the last value."""
+    values = s.values
+    numeric = (
+        values
+        if values.dtype != object
+        else np.array(
+            [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)], dtype=np.float64
+        )
+    )
+    finite = numeric[np.isfinite(numeric)] if numeric.dtype.kind in "fi" else numeric[:0]
+    return {
+        "last": py(values[-1]) if len(values) else None,
+        "min": py(finite.min()) if finite.size else None,
+        "max": py(finite.max()) if finite.size else None,
+        "step": int(s.steps[-1]) if len(s) else None,
+        "count": len(s),
+    }
+
+
+def numeric_values(s: Series) -> np.ndarray:
+    """The values as float64, with anything that is not a number (None, strings, bools) as NaN."""
+    if s.values.dtype != object:
+        return s.values.astype(np.float64, copy=False)
+    return np.array(
+        [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
+    )

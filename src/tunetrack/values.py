@@ -1,0 +1,167 @@
+"""Logged values, from the caller's dict to plain scalars: frozen on the caller's thread, converted on
+the writer's.
+
+The caller's thread only makes sure a value cannot change after ``log()`` returns: immutable
+scalars pass untouched, tensors are cloned (an asynchronous copy on the tensor's own stream, so
+no GPU synchronisation happens on the training thread), nested dicts are flattened. Converting a
+clone to a Python number (``.item()``, which does synchronise) happens later, on the writer
+(``to_plain``). Arrays are not metrics: an adapter whose host logs them (Accelerate's DDPO) turns
+them into summary statistics first (``summarize_arrays``).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .errors import InvalidValue
+
+#: Types that need no snapshot. NumPy scalar types are added the first time one is seen, so the
+#: fast path never has to import NumPy.
+FAST_TYPES: set[type] = {float, int, bool, str, type(None)}
+#: What the store keeps: a value of another type is converted (``to_plain``) or dropped.
+PLAIN_TYPES = (float, int, bool, str, type(None))
+
+
+class Unsupported:
+    """Stands in for a value tunetrack cannot store; the writer warns once per key and drops it."""
+
+    __slots__ = ("typename",)
+
+    def __init__(self, value: object) -> None:
+        self.typename = f"{type(value).__module__}.{type(value).__qualname__}"
+
+
+def _is_tensor(value: object) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _is_numpy(value: object, kind: str) -> bool:
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, getattr(np, kind))
+
+
+def _flatten_into(
+    metrics: Mapping[Any, Any], prefix: str, out: dict[Any, Any], leaf: Callable[[Any, Any, dict], None]
+) -> None:
+    """Nested mappings become ``a/b`` keys; ``leaf(name, value, out)`` stores each other value."""
+    for key, value in metrics.items():
+        name = f"{prefix}{key}" if prefix else key
+        if isinstance(value, Mapping):
+            _flatten_into(value, f"{name}/", out, leaf)
+        else:
+            leaf(name, value, out)
+
+
+# -- the caller's thread -----------------------------------------------------------------------------
+def snapshot_value(value: Any) -> Any:
+    """Freeze one value on the caller's thread; mutable things are copied, odd things marked."""
+    if type(value) in FAST_TYPES:
+        return value
+    if _is_tensor(value):
+        if value.numel() != 1:
+            return Unsupported(value)
+        if value.device.type == "cpu":
+            return value.detach().reshape(()).item()
+        return value.detach().reshape(()).clone()
+    if _is_numpy(value, "generic"):
+        FAST_TYPES.add(type(value))
+        return value
+    if _is_numpy(value, "ndarray") and value.size == 1:
+        return value.reshape(()).item()
+    return Unsupported(value)
+
+
+def snapshot(metrics: Mapping[Any, Any], strict: bool) -> dict[Any, Any]:
+    """The slow path of ``Tracker.log``: flatten nested mappings (``a/b``) and freeze every value."""
+
+    def freeze(name: Any, value: Any, out: dict[Any, Any]) -> None:
+        frozen = snapshot_value(value)
+        if strict and isinstance(frozen, Unsupported):
+            raise InvalidValue(f"tunetrack cannot log {name!r}: unsupported type {frozen.typename}")
+        out[name] = frozen
+
+    out: dict[Any, Any] = {}
+    _flatten_into(metrics, "", out, freeze)
+    return out
+
+
+def summarize_arrays(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Replace arrays, multi-element tensors and lists of numbers (nested dicts too, as ``a/b``) by
+    ``key/mean``, ``key/std``, ``key/min``, ``key/max`` and ``key/count``; the rest is untouched.
+
+    Tensor statistics stay tensors on their device (no GPU synchronisation here): ``log()`` copies
+    them and the writer converts them.
+    """
+    if all(type(v) in FAST_TYPES for v in values.values()):
+        return values  # the common case: nothing to do, no copy
+
+    def summarize(name: Any, value: Any, out: dict[Any, Any]) -> None:
+        stats = None if type(value) in FAST_TYPES else _stats(value)
+        if stats is None:
+            out[name] = value  # a scalar (or something log() will warn about)
+        else:
+            out.update({f"{name}/{stat}": v for stat, v in stats.items()})
+
+    out: dict[Any, Any] = {}
+    _flatten_into(values, "", out, summarize)
+    return out
+
+
+def _stats(value: Any) -> dict[str, Any] | None:
+    """mean/std/min/max/count of an array-like of numbers, or None for anything else."""
+    if _is_tensor(value):
+        if value.numel() == 1 or value.is_complex():
+            return None
+        flat = value.detach().flatten()
+        flat = flat if str(flat.dtype) == "torch.float64" else flat.float()
+        if flat.numel() == 0:
+            return {"count": 0}
+        return {
+            "mean": flat.mean(),
+            "std": flat.std(correction=0),
+            "min": flat.amin(),
+            "max": flat.amax(),
+            "count": int(flat.numel()),
+        }
+    if _is_numpy(value, "ndarray"):
+        if value.size == 1 or value.dtype.kind not in "biuf":
+            return None
+        array = value.astype("float64").ravel()
+    elif isinstance(value, (list, tuple)) and all(type(v) in (int, float) for v in value):
+        import numpy as np
+
+        array = np.asarray(value, dtype=np.float64)
+    else:
+        return None
+    if array.size == 0:
+        return {"count": 0}
+    return {
+        "mean": float(array.mean()),
+        "std": float(array.std()),
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "count": int(array.size),
+    }
+
+
+# -- the writer's thread -----------------------------------------------------------------------------
+#: Returned by ``to_plain`` for a value that must be dropped.
+DROP = Unsupported(None)
+
+
+def to_plain(value: Any) -> Any:
+    """Writer side: a plain Python scalar for storage, or ``DROP``."""
+    if type(value) in PLAIN_TYPES:
+        if type(value) is int and not -(2**63) <= value < 2**63:
+            return float(value)
+        return value
+    if isinstance(value, Unsupported):
+        return DROP
+    try:
+        item = value.item()  # NumPy scalars and tensor clones; a CUDA clone synchronises here.
+    except Exception:
+        return DROP
+    return to_plain(item) if type(item) in PLAIN_TYPES and item is not None else DROP

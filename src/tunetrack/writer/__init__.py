@@ -1,0 +1,21 @@
+"""The writer: a background thread that turns what the tracker queued into records in the store
+(and calls the backends), so that ``Tracker.log`` only has to append."""
+
+from .counters import Counters
+from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, SystemSample
+from .queue import RowQueue
+from .writer import OpenedRun, RunRequest, Writer
+
+__all__ = [
+    "ConfigUpdate",
+    "Counters",
+    "Event",
+    "Flush",
+    "MediaFile",
+    "Message",
+    "OpenedRun",
+    "RowQueue",
+    "RunRequest",
+    "SystemSample",
+    "Writer",
+]

@@ -1,0 +1,56 @@
+"""What the tracker tells its writer besides rows: small typed messages on a second deque.
+
+The training thread appends them (``deque.append`` is atomic); the writer takes them before the rows
+of each cycle, so a ``Flush`` covers every row logged before it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class ConfigUpdate:
+    """A captured config, merged into the run's."""
+
+    time: float
+    config: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Event:
+    """A discrete event (checkpoint, evaluation, rewind, text, image, ...) at a step."""
+
+    kind: str
+    step: int
+    time: float
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class SystemSample:
+    """One row of system metrics from the sampler thread."""
+
+    step: int
+    time: float
+    values: dict[str, Any]
+
+
+@dataclass(slots=True)
+class MediaFile:
+    """A file kept with the run (an encoded image), at ``path`` inside the run."""
+
+    path: str
+    data: bytes
+
+
+@dataclass(slots=True)
+class Flush:
+    """Write and flush everything queued so far, then set ``done``."""
+
+    done: threading.Event
+
+
+Message = ConfigUpdate | Event | SystemSample | MediaFile | Flush

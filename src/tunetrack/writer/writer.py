@@ -1,0 +1,393 @@
+"""The background writer: everything ``Tracker.log`` leaves undone happens here.
+
+The writer opens the run in the store (creating it, or re-attaching to it), then a daemon thread wakes
+every ``tick`` seconds, drains the shared deques with ``popleft`` (safe against concurrent ``append``
+from the training thread without a lock; rows and typed messages such as config, events and flush
+requests travel in separate deques), and writes a batch when the flush interval has passed, when
+enough rows are pending, or when asked to. Backends are called here too, so a slow or broken backend
+costs training nothing: its first exception is reported and it is disabled.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import states
+from .._warnings import warn_once
+from ..backends.base import Backend, RunInfo
+from ..health import HealthMonitor
+from ..store import codec, layout, open_store
+from ..store.local import LocalStore, ProcessFiles
+from ..values import DROP, to_plain
+from .counters import Counters
+from .messages import ConfigUpdate, Event, Flush, MediaFile, SystemSample
+from .queue import RowQueue
+
+#: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
+BATCH_VALUES = 65_536
+
+
+@dataclass
+class RunRequest:
+    """The run a writer is to record into, as the tracker knows it before the store is opened."""
+
+    id: str | None  # the run to re-attach to; None creates a new run
+    name: str | None
+    project: str | None
+    tags: list[str]
+    created: float
+    #: what the process records about itself (``provenance.run_metadata()``, role, ranks)
+    process: dict[str, Any] = field(default_factory=dict)
+    #: the distributed job whose other nodes join this run (``launch.job_id()``; global rank 0 only)
+    job: str | None = None
+
+
+@dataclass
+class OpenedRun:
+    """The run as the store has it: an existing run keeps its name and project."""
+
+    id: str
+    name: str
+    project: str | None
+    dir: Path | None  # the run's folder; None without a store
+    resumed: bool
+
+
+class Writer(threading.Thread):
+    def __init__(
+        self,
+        queue: RowQueue,
+        messages: deque,
+        counters: Counters,
+        backends: Sequence[Backend] = (),
+        flush_interval: float = 1.0,
+        fsync_interval: float = 30.0,
+        heartbeat_interval: float = 5.0,
+        tick: float = 0.02,
+        health: HealthMonitor | None = None,
+        max_pending: int = 1_000_000,
+        strict: bool = False,
+    ) -> None:
+        super().__init__(name="tunetrack-writer", daemon=True)
+        self.queue = queue
+        self.messages = messages
+        self.counters = counters
+        self.backends = list(backends)
+        self.flush_interval = flush_interval
+        self.fsync_interval = fsync_interval
+        self.heartbeat_interval = heartbeat_interval
+        self.tick = min(tick, flush_interval)
+        self.health = health
+        self.max_pending = max_pending
+        self.strict = strict
+        self.run_info: RunInfo | None = None
+        self._stopping = threading.Event()
+        self._files: ProcessFiles | None = None
+        self._store_dir: Path | None = None  # where the files would be (lost rows are counted there)
+        self._job: tuple[LocalStore, str, float, float, RunRequest] | None = None
+        self._end: dict[str, Any] = {}
+        self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
+        self._pending = codec.Rows()
+        self._pending_system = codec.Rows()
+        self._last_values: dict[str, Any] = {}
+        self._last_step: int | None = None
+        self._last_write = self._last_fsync = self._last_beat = time.monotonic()
+
+    # -- opening the run -----------------------------------------------------------------------------
+    def open(self, location: str | os.PathLike[str] | None, request: RunRequest) -> OpenedRun:
+        """Create the run (or re-attach to ``request.id``) and this process's files, before ``start()``.
+
+        Without a location (``store=False``) only the identity is settled. A store that cannot be
+        written is warned about once: the run goes on without it (rows counted as lost), except in
+        strict mode."""
+        run_id = request.id or layout.new_run_id()
+        name = request.name or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
+        opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
+        if location is not None:
+            store = open_store(location)
+            opened.dir = self._store_dir = store.run_dir(run_id)
+            try:
+                self._open_files(store, opened, request)
+            except OSError as exc:
+                if self.strict:
+                    raise
+                warn_once(
+                    f"store-open:{run_id}",
+                    f"cannot write the run store at {opened.dir} ({exc.strerror or exc}); training goes on, "
+                    "logged rows are counted as lost and reported at finish()",
+                )
+        self._set_run(opened, request.tags)
+        return opened
+
+    def _open_files(self, store: LocalStore, opened: OpenedRun, request: RunRequest) -> None:
+        run = {
+            "id": opened.id,
+            "name": opened.name,
+            "project": opened.project,
+            "tags": request.tags,
+            "created": request.created,
+        }
+        if not store.create_run(opened.id, {**run, "format": codec.FORMAT_VERSION}):
+            opened.resumed = True
+            existing = (store.run(opened.id) or _NoRun()).run_json() or {}
+            opened.name = existing.get("name", opened.name)
+            opened.project = existing.get("project", opened.project)
+        elif request.id is not None:
+            opened.resumed = False
+            warn_once(
+                f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
+            )
+        meta = {
+            **request.process,
+            "run_id": opened.id,
+            "start": request.created,
+            "resumed": opened.resumed,
+        }
+        self._files = store.open_process(opened.id, layout.proc_name(request.created), meta)
+        if request.job is not None:
+            try:
+                store.publish_job(request.job, opened.id)
+            except OSError as exc:  # only the other nodes' system metrics depend on it
+                warn_once(f"job:{opened.id}", f"could not publish the run for the job's other nodes: {exc!r}")
+
+    def join_job(
+        self, location: str | os.PathLike[str], job: str, not_before: float, request: RunRequest
+    ) -> None:
+        """Record into the run that the job's global rank 0 publishes (another node's first rank):
+        the thread waits for it (up to 30 minutes), then opens this process's files there."""
+        self._job = (open_store(location), job, not_before, 1800.0, request)
+
+    def _joined(self) -> bool:
+        """Wait for the job's run; False if it never came (or the tracker finished first)."""
+        assert self._job is not None
+        store, job, not_before, timeout, request = self._job
+        run_id = store.wait_for_job(job, not_before, timeout, self._stopping)
+        if run_id is None:
+            return False
+        opened = OpenedRun(run_id, run_id, request.project, store.run_dir(run_id), True)
+        self._store_dir = opened.dir
+        try:
+            existing = (store.run(run_id) or _NoRun()).run_json() or {}
+            opened.name, opened.project = existing.get("name", run_id), existing.get("project")
+            meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
+            self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
+        except OSError as exc:
+            warn_once(f"store-open:{run_id}", f"cannot write the run store at {opened.dir}: {exc!r}")
+        self._set_run(opened, request.tags)
+        return True
+
+    def _set_run(self, opened: OpenedRun, tags: list[str]) -> None:
+        self.name = f"tunetrack-writer-{opened.id}"
+        self.run_info = RunInfo(opened.id, opened.name, opened.project, list(tags), opened.dir, opened.resumed)
+
+    # -- ending ------------------------------------------------------------------------------------
+    def finish(self, state: str, error: str | None = None, timeout: float = 60.0) -> bool:
+        """Write everything, record how the process ended, and stop; False if that took longer than
+        ``timeout`` (the run may then read as crashed)."""
+        self._end = {"state": state, "traceback": error}
+        self._stopping.set()
+        if threading.current_thread() is not self and self.is_alive():
+            self.join(timeout=timeout)
+        return not self.is_alive()
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        if self._job is not None and not self._joined():
+            return
+        assert self.run_info is not None
+        for backend in list(self.backends):
+            self._call(backend, "start", self.run_info)
+        while True:
+            stopping = self._stopping.wait(self.tick)
+            try:
+                self._cycle(stopping)
+            except Exception as exc:  # never let the thread die: a dead writer loses everything after
+                warn_once(f"writer:{type(exc).__name__}", f"writer error (continuing): {exc!r}")
+            if stopping:
+                break
+        self._close()
+
+    def _cycle(self, stopping: bool) -> None:
+        waiters = self._drain()
+        now = time.monotonic()
+        due = now - self._last_write >= self.flush_interval
+        while True:  # a backlog is taken and written in blocks of about BATCH_VALUES values
+            batch = max(BATCH_VALUES // self._width, 1)
+            self.queue.take(min(len(self.queue.rows), batch - len(self._pending)), self._pending)
+            if self._pending:
+                self._width = max(len(self._pending.values[-1]), 1)
+                self.queue.cap = max(self.max_pending // self._width, 1)
+            if len(self._pending) < batch:
+                break
+            self._write_rows()
+        if self._pending and (due or stopping or waiters):
+            self._write_rows()
+        if self._pending_system and (due or stopping or waiters):
+            self._write_system()
+        if self._files is not None and (due or waiters):
+            self._store_op(lambda f: f.flush(fsync=self._fsync_due(now)))
+            self._last_write = now
+        if self._files is not None and now - self._last_beat >= self.heartbeat_interval:
+            self._store_op(ProcessFiles.heartbeat)
+            self._last_beat = now
+        for done in waiters:
+            done.set()
+
+    def _fsync_due(self, now: float) -> bool:
+        if self.fsync_interval and now - self._last_fsync >= self.fsync_interval:
+            self._last_fsync = now
+            return True
+        return False
+
+    def _drain(self) -> list[threading.Event]:
+        """Apply the queued messages; return the flush waiters.
+
+        Messages are taken before rows: every row logged before a flush request is then written too.
+        """
+        messages = self.messages
+        waiters = []
+        for message in [messages.popleft() for _ in range(len(messages))]:
+            if isinstance(message, Flush):
+                waiters.append(message.done)
+            elif isinstance(message, SystemSample):
+                self._pending_system.add(message.step, message.time, message.values)
+            elif isinstance(message, ConfigUpdate):
+                self._write_config(message)
+            elif isinstance(message, Event):
+                self._write_event(message)
+            elif isinstance(message, MediaFile):
+                self._store_op(lambda f, m=message: f.put_file(m.path, m.data))
+        return waiters
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _write_rows(self) -> None:
+        rows, self._pending = self._pending, codec.Rows()
+        record = codec.encode_rows(rows, convert=to_plain, on_drop=self._on_drop, last=self._last_values)
+        self._last_step = rows.steps[-1]
+        if not self._store_op(lambda f: f.append(codec.pack(record))) and self._store_dir is not None:
+            self.counters.lost_rows += len(rows)
+        if self.health is not None:
+            columns = {k: c for k in self.health.keys if (c := codec.float_column(record, k)) is not None}
+            for problem in self.health.check(columns):
+                self._health_event(problem)
+        if self.backends:
+            dict_rows = _as_backend_rows(rows)
+            for backend in list(self.backends):
+                self._call(backend, "log", dict_rows)
+
+    def _write_system(self) -> None:
+        rows, self._pending_system = self._pending_system, codec.Rows()
+        if self._files is not None:
+            record = codec.encode_rows(rows, codec.SYSTEM, convert=to_plain, on_drop=self._on_drop)
+            self._store_op(lambda f: f.append(codec.pack(record)))
+        for backend in list(self.backends):
+            if hasattr(backend, "log_system"):
+                self._call(backend, "log_system", _as_backend_rows(rows))
+
+    def _write_config(self, message: ConfigUpdate) -> None:
+        record = codec.encode_config(message.time, message.config)
+        self._store_op(lambda f: f.append(codec.pack(record)))
+        for backend in list(self.backends):
+            self._call(backend, "log_config", message.config)
+
+    def _write_event(self, event: Event) -> None:
+        record = codec.encode_event(event.kind, event.step, event.time, event.data)
+        self._store_op(lambda f: f.append(codec.pack(record)))
+        for backend in list(self.backends):
+            if hasattr(backend, "log_event"):
+                self._call(backend, "log_event", {**event.data, "kind": event.kind, "step": event.step, "time": event.time})
+
+    def _health_event(self, problem: dict[str, Any]) -> None:
+        step = problem.pop("step")
+        self._write_event(Event("health", step, time.time(), problem))
+        value = problem["value"]
+        warn_once(
+            f"{self._run_id}:health:{problem['problem']}",
+            f"training health: {problem['key']} = {value:.6g} at step {step} "
+            f"({problem['problem'].replace('_', ' ')}"
+            + (f", baseline {problem['baseline']:.6g}" if "baseline" in problem else "")
+            + "); recorded as an event, further occurrences are recorded silently",
+        )
+
+    def _on_drop(self, key: str, count: int) -> None:
+        self.counters.dropped_values += count
+        warn_once(
+            f"{self._run_id}:unsupported:{key}",
+            f"values logged under {key!r} are not scalars (or 0-d tensors) and were not stored; "
+            "log a number, string, bool or None (use strict=True to raise instead)",
+        )
+
+    @property
+    def _run_id(self) -> str | None:
+        return self.run_info.id if self.run_info is not None else None
+
+    def _store_op(self, op: Callable[[ProcessFiles], Any]) -> bool:
+        if self._files is None:
+            return False
+        try:
+            op(self._files)
+            return True
+        except OSError as exc:
+            warn_once(
+                f"{self._run_id}:store-write",
+                f"cannot write to {self._files.run_dir} ({exc.strerror or exc}); training goes on, "
+                "the rows that could not be stored are counted and reported at finish()",
+            )
+            return False
+
+    def _call(self, backend: Backend, method: str, *args: Any) -> None:
+        try:
+            getattr(backend, method)(*args)
+        except Exception:
+            name = type(backend).__name__
+            warn_once(
+                f"{self._run_id}:backend:{id(backend)}",
+                f"backend {name}.{method}() raised; it is disabled for this run:\n{traceback.format_exc()}",
+            )
+            if backend in self.backends:
+                self.backends.remove(backend)
+
+    def _close(self) -> None:
+        self._cycle(stopping=True)
+        if self._pending:
+            self._write_rows()
+        if self._pending_system:
+            self._write_system()
+        state = self._end.get("state", states.FINISHED)
+        for backend in list(self.backends):
+            self._call(backend, "finish", state)
+        if self._files is not None:
+            end = {**self._end, "state": state, "counters": self.counters.as_dict()}
+            values = {
+                k: v for k, v in ((k, to_plain(v)) for k, v in self._last_values.items()) if v is not DROP
+            }
+            end["last"] = {"step": self._last_step, "values": values}
+            self._store_op(lambda f: f.close(end))
+
+
+class _NoRun:
+    """Stands in for a run the store no longer shows (deleted between creating and reading it)."""
+
+    def run_json(self) -> None:
+        return None
+
+
+def _as_backend_rows(rows: codec.Rows) -> list[tuple[int, float, dict[str, Any]]]:
+    return [(step, t, _as_dict(values)) for step, t, values in zip(rows.steps, rows.times, rows.values)]
+
+
+def _as_dict(row: dict[Any, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in row.items():
+        converted = to_plain(value)
+        if converted is not DROP:
+            out[key if type(key) is str else str(key)] = converted
+    return out

@@ -146,7 +146,9 @@ def main() -> None:
             )
         with torch.autocast("cpu", enabled=False):
             trainer.train()
-    print(f"recorded run {tracker.tracker.id if tracker.tracker else None}")  # no end_training(): exit ends the run
+    print(
+        f"recorded run {tracker.tracker.id if tracker.tracker else None}"
+    )  # no end_training(): exit ends the run
 
 
 if __name__ == "__main__":

@@ -313,6 +313,19 @@ def test_config_diff_compares_like_a_config():
     assert [key for key, _ in diff([a, b])] == ["flag", "s"]
 
 
+def test_diff_compares_configs_as_data(root):
+    """bool vs int differ, NaN equals NaN, a missing key differs from None (the dashboard agrees:
+    tests/ui/test_api.py)."""
+    a = Tracker(dir=root, name="a", system=False, config={"flag": True, "x": math.nan, "opt": None, "n": 1})
+    b = Tracker(dir=root, name="b", system=False, config={"flag": 1, "x": math.nan, "n": 1.0})
+    for t in (a.start(), b.start()):
+        t.finish()
+    out = ok("diff", "a", "b", "--dir", root)
+    assert [line.split()[0] for line in out.splitlines() if "│" in line] == ["flag", "opt"]
+    assert line_of(out, "flag").split() == ["flag", "│", "True", "│", "1"]
+    assert line_of(out, "opt").split() == ["opt", "│", "None", "│", "(not", "set)"]
+
+
 # -- export ----------------------------------------------------------------------------------------
 def logged_rows() -> list[dict]:
     """What ``alpha`` logged, in order (without the times)."""

@@ -23,7 +23,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tunetrack.config import capture, flatten, merge
+from tunetrack.config import MISSING, capture, diff, flatten, merge, same
 from tunetrack.config.capture import MAX_DEPTH
 from tunetrack.redact import REDACTED, is_secret_key
 
@@ -567,3 +567,15 @@ plain_json = st.recursive(
 def test_plain_json_is_captured_unchanged(value):
     assert capture({"root": value}) == {"root": value}
     assert merge({}, capture({"root": value})) == {"root": value}
+
+
+def test_diff_compares_configs_as_data():
+    """One comparison for every view: ``True`` and ``1`` differ (also inside lists), ``NaN`` is the same
+    setting as ``NaN``, a missing key differs from one set to ``None``, ``1`` equals ``1.0``."""
+    a = {"flag": True, "x": math.nan, "opt": None, "n": 1, "lst": [True, math.nan], "d": {}}
+    b = {"flag": 1, "x": math.nan, "n": 1.0, "lst": [1, math.nan], "d": {}}
+    c = {"flag": True, "x": math.nan, "opt": None, "n": 1, "lst": [True, math.nan], "d": {}}
+    assert [k for k, _ in diff([a, b])] == ["flag", "lst", "opt"]
+    assert diff([a, c]) == []
+    assert [(k, v[2]) for k, v in diff([a, c, b])] == [("flag", 1), ("lst", [1, math.nan]), ("opt", MISSING)]
+    assert same(math.nan, math.nan) and not same(None, MISSING) and not same(True, 1) and same(1, 1.0)

@@ -10,8 +10,8 @@ import warnings
 import pytest
 
 from helpers import run_script, spawn_script, wait_until
-from tunetrack.reader import list_runs, open_run
 from tunetrack.jsonfile import read_json
+from tunetrack.reader import list_runs, open_run
 from tunetrack.store.framing import frame
 
 LOGGER = """

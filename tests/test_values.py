@@ -7,8 +7,8 @@ import threading
 import torch
 
 from tunetrack import Tracker
-from tunetrack.values import Unsupported, snapshot
 from tunetrack.reader import open_run
+from tunetrack.values import Unsupported, snapshot
 
 item_threads: list[str] = []
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .backends.base import Backend, RunInfo
     from .backends.console import ConsoleBackend
     from .reader import list_runs, open_run
+    from .states import STATES
     from .tracker import Tracker
 
 
@@ -41,6 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "STATES",
     "Backend",
     "ConsoleBackend",
     "RunInfo",

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class RankInfo:
     rank: int = 0

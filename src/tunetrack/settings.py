@@ -14,7 +14,9 @@ from pathlib import Path
 DEFAULT_DIRNAME = "tunetrack_runs"
 
 
-def store_location(dir: str | os.PathLike[str] | None = None, default: str | os.PathLike[str] | None = None) -> Path:
+def store_location(
+    dir: str | os.PathLike[str] | None = None, default: str | os.PathLike[str] | None = None
+) -> Path:
     """The run store: ``dir``, else ``$TUNETRACK_DIR``, else ``default`` (an adapter's own output
     folder, such as torchtune's ``log_dir``), else ``./tunetrack_runs``."""
     chosen = dir if dir is not None else os.environ.get("TUNETRACK_DIR") or default

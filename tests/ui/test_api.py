@@ -11,9 +11,8 @@ from fastapi.testclient import TestClient
 
 from helpers import wait_until
 from tunetrack import Tracker, TunetrackWarning
-from tunetrack.reader import open_run
+from tunetrack.reader import m4, open_run
 from tunetrack.ui.app import create_app
-from tunetrack.reader import m4
 
 
 def client(root, token=None):
@@ -221,6 +220,20 @@ def test_compare_lists_keys_and_only_the_config_that_differs(root):
             {"key": "seed", "values": [None, None, "1"]},
         ]
         assert c.get("/api/compare", params={"id": [ids[0], "nope"]}).status_code == 404
+
+
+def test_compare_and_diff_compare_configs_as_data(root):
+    """The comparison of ``tunetrack diff`` (tests/test_cli.py): bool vs int differ, NaN equals NaN,
+    a missing key differs from None."""
+    a = Tracker(dir=root, name="a", system=False, config={"flag": True, "x": math.nan, "opt": None, "n": 1})
+    b = Tracker(dir=root, name="b", system=False, config={"flag": 1, "x": math.nan, "n": 1.0})
+    for t in (a.start(), b.start()):
+        t.finish()
+    with client(root) as c:
+        rows = c.get("/api/compare", params={"id": [a.id, b.id]}).json()["rows"]
+        assert rows == [{"key": "flag", "values": ["True", "1"]}, {"key": "opt", "values": ["None", None]}]
+        diff = c.get("/api/diff", params={"a": a.id, "b": b.id}).json()["rows"]
+        assert diff == [{"key": "flag", "a": "True", "b": "1"}, {"key": "opt", "a": "None", "b": None}]
 
 
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
+
 def _json_default(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else str(value)
 

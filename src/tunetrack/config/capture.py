@@ -26,6 +26,7 @@ MAX_DEPTH = 20
 MAX_STR = 10_000
 MAX_ITEMS = 1_000
 
+
 def capture(obj: Any) -> dict[str, Any]:
     """A nested dict of only dict/list/str/int/float/bool/None (floats may be NaN/Inf).
 

@@ -69,9 +69,9 @@ class Catalog:
         store = store_at(self.dir)
         now = time.monotonic()
         rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
+        stamp: Any
         for run_id, mtime in store.entries():
             hit = self._rows.get(run_id)
-            folder = None
             if hit is not None:
                 live = hit[2]["state"] == "running"
                 if live:

@@ -83,7 +83,11 @@ def run_state(procs: list[Process], created: float) -> tuple[str, float | None, 
         age = time.time() - created
         return (states.RUNNING if age < settings.stale_after() else states.CRASHED), None, None
     if latest.end is not None:
-        return str(latest.end.get("state", states.FINISHED)), latest.end.get("time"), latest.end.get("traceback")
+        return (
+            str(latest.end.get("state", states.FINISHED)),
+            latest.end.get("time"),
+            latest.end.get("traceback"),
+        )
     if latest.alive():
         return states.RUNNING, None, None
     return states.CRASHED, latest.heartbeat(), None

@@ -179,7 +179,10 @@ class Run:
     def system_rows(self) -> Iterator[dict[str, Any]]:
         """One dict per system sample (``node``, ``step``, ``time`` and the values), in time order."""
         out = [
-            {"node": node, **row} for node, blocks in self._system().items() for b in blocks for row in b.rows()
+            {"node": node, **row}
+            for node, blocks in self._system().items()
+            for b in blocks
+            for row in b.rows()
         ]
         out.sort(key=lambda r: r["time"])
         return iter(out)

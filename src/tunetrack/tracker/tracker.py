@@ -26,7 +26,17 @@ from ..errors import InvalidValue
 from ..health import HealthConfig, HealthMonitor
 from ..launch import RankInfo, job_id, rank_info
 from ..values import FAST_TYPES, snapshot
-from ..writer import ConfigUpdate, Counters, Event, Flush, MediaFile, RowQueue, RunRequest, SystemSample, Writer
+from ..writer import (
+    ConfigUpdate,
+    Counters,
+    Event,
+    Flush,
+    MediaFile,
+    RowQueue,
+    RunRequest,
+    SystemSample,
+    Writer,
+)
 from . import exit_hooks
 
 _all_fast = FAST_TYPES.issuperset
@@ -156,7 +166,12 @@ class Tracker:
             writer.join_job(location, job, psutil.Process().create_time(), request)
         else:
             opened = writer.open(location, request)
-            self.id, self.name, self.project, self.run_dir = opened.id, opened.name, opened.project, opened.dir
+            self.id, self.name, self.project, self.run_dir = (
+                opened.id,
+                opened.name,
+                opened.project,
+                opened.dir,
+            )
         writer.start()
         self._start_system(ranks)
         exit_hooks.track(self)
@@ -167,7 +182,11 @@ class Tracker:
                 self.rewind(self._resume_step)
 
     def _new_writer(self) -> Writer:
-        health = None if self._health is False else HealthMonitor(self._health if self._health is not True else None)
+        health = (
+            None
+            if self._health is False
+            else HealthMonitor(self._health if self._health is not True else None)
+        )
         return Writer(
             self._queue,
             self._messages,
@@ -195,7 +214,9 @@ class Tracker:
         from ..system import SystemSampler, default_sources
 
         sources = list(self._system_sources) if self._system_sources is not None else default_sources()
-        self._sampler = SystemSampler(sources, settings.system_interval(self._system_interval), self._log_system)
+        self._sampler = SystemSampler(
+            sources, settings.system_interval(self._system_interval), self._log_system
+        )
         self._sampler.start()
 
     def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:

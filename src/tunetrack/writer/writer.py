@@ -109,7 +109,10 @@ class Writer(threading.Thread):
         written is warned about once: the run goes on without it (rows counted as lost), except in
         strict mode."""
         run_id = request.id or layout.new_run_id()
-        name = request.name or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
+        name = (
+            request.name
+            or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
+        )
         opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
         if location is not None:
             store = open_store(location)
@@ -186,7 +189,9 @@ class Writer(threading.Thread):
 
     def _set_run(self, opened: OpenedRun, tags: list[str]) -> None:
         self.name = f"tunetrack-writer-{opened.id}"
-        self.run_info = RunInfo(opened.id, opened.name, opened.project, list(tags), opened.dir, opened.resumed)
+        self.run_info = RunInfo(
+            opened.id, opened.name, opened.project, list(tags), opened.dir, opened.resumed
+        )
 
     # -- ending ------------------------------------------------------------------------------------
     def finish(self, state: str, error: str | None = None, timeout: float = 60.0) -> bool:
@@ -264,7 +269,7 @@ class Writer(threading.Thread):
             elif isinstance(message, Event):
                 self._write_event(message)
             elif isinstance(message, MediaFile):
-                self._store_op(lambda f, m=message: f.put_file(m.path, m.data))
+                self._write_file(message)
         return waiters
 
     # -- writing -----------------------------------------------------------------------------------
@@ -303,7 +308,14 @@ class Writer(threading.Thread):
         self._store_op(lambda f: f.append(codec.pack(record)))
         for backend in list(self.backends):
             if hasattr(backend, "log_event"):
-                self._call(backend, "log_event", {**event.data, "kind": event.kind, "step": event.step, "time": event.time})
+                self._call(
+                    backend,
+                    "log_event",
+                    {**event.data, "kind": event.kind, "step": event.step, "time": event.time},
+                )
+
+    def _write_file(self, media: MediaFile) -> None:
+        self._store_op(lambda f: f.put_file(media.path, media.data))
 
     def _health_event(self, problem: dict[str, Any]) -> None:
         step = problem.pop("step")

@@ -19,8 +19,8 @@ from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from helpers import EXAMPLES_DIR, SRC, run_script
 from tunetrack.integrations.transformers import TunetrackCallback
-from tunetrack.resume import MARKER as RUN_FILE
 from tunetrack.reader import list_runs, open_run
+from tunetrack.resume import MARKER as RUN_FILE
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,9 @@ def imports_of(module: str, path: Path, known: set[str]) -> set[str]:
                 anchor = module.split(".")
                 anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
                 base = ".".join([*anchor, *([base] if base else [])])
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names
+            ]
         for target in targets:
             while target and target not in known:  # `import tunetrack.store.codec as c` names a module
                 target = target.rpartition(".")[0]

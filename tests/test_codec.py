@@ -38,7 +38,9 @@ def test_a_float_only_block_is_one_matrix_and_reads_back():
     assert last == {"loss": 1.5, "lr": 9e-5}
     block = roundtrip(record)
     steps, times, values = block.column("lr")
-    assert steps.tolist() == [10, 20] and times.tolist() == [1000.0, 1001.0] and values.tolist() == [1e-4, 9e-5]
+    assert (
+        steps.tolist() == [10, 20] and times.tolist() == [1000.0, 1001.0] and values.tolist() == [1e-4, 9e-5]
+    )
     assert block.rows() == [
         {"step": 10, "time": 1000.0, "loss": 2.0, "lr": 1e-4},
         {"step": 20, "time": 1001.0, "loss": 1.5, "lr": 9e-5},
@@ -103,7 +105,10 @@ def test_version_1_records_as_written_on_disk_still_decode():
         "n": 2,
         "s": array("q", [1, 2]).tobytes(),
         "t": array("d", [5.0, 6.0]).tobytes(),
-        "c": {"loss": ["f", array("d", [0.5, 0.25]).tobytes(), None], "tag": ["o", ["x"], array("I", [1]).tobytes()]},
+        "c": {
+            "loss": ["f", array("d", [0.5, 0.25]).tobytes(), None],
+            "tag": ["o", ["x"], array("I", [1]).tobytes()],
+        },
     }
     kind, block = codec.unpack(msgpack.packb(rows, use_bin_type=True))
     assert kind == "r" and block.column("loss")[2].tolist() == [0.5, 0.25]
@@ -118,7 +123,9 @@ def test_unknown_kinds_are_skipped_and_garbage_is_reported():
     assert codec.unpack(msgpack.packb({"k": "z", "future": 1})) is None
     corrupt = []
     good = codec.pack(codec.encode_config(1.0, {}))
-    decoded = list(codec.unpack_all(iter([b"\xc1not msgpack", good, msgpack.packb([1])]), lambda: corrupt.append(1)))
+    decoded = list(
+        codec.unpack_all(iter([b"\xc1not msgpack", good, msgpack.packb([1])]), lambda: corrupt.append(1))
+    )
     assert [kind for kind, _ in decoded] == ["c"] and len(corrupt) == 2
 
 
@@ -138,7 +145,9 @@ cells = st.one_of(finite, st.integers(-(2**63), 2**63 - 1), st.booleans(), st.no
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.dictionaries(st.sampled_from("abcd"), cells, min_size=1, max_size=4), min_size=1, max_size=8))
+@given(
+    st.lists(st.dictionaries(st.sampled_from("abcd"), cells, min_size=1, max_size=4), min_size=1, max_size=8)
+)
 def test_any_batch_of_plain_rows_reads_back_exactly(dicts):
     block = roundtrip(codec.encode_rows(rows_of(*dicts)))
     got = block.rows()

@@ -53,6 +53,6 @@ def test_the_lists_do_not_overlap():
     groups = [metric_keys.LOSS, metric_keys.EVAL_LOSS, metric_keys.LEARNING_RATE, metric_keys.GRAD_NORM]
     keys = [k for group in groups for k in group]
     assert len(keys) == len(set(keys))
-    assert metric_keys.LOSS_LIKE == (*metric_keys.LOSS, *metric_keys.EVAL_LOSS)
+    assert (*metric_keys.LOSS, *metric_keys.EVAL_LOSS) == metric_keys.LOSS_LIKE
     assert metric_keys.main_loss({"eval_loss": 1.0, "train/loss": 2.0}) == 2.0
     assert metric_keys.main_loss({"eval_loss": 1.0}) is None

@@ -1,9 +1,9 @@
 """Training health: NaN/Inf and spikes in the loss and the gradient norm, recorded as events.
 
 The monitor runs on the writer thread over the columns of each written block (the writer takes
-them out of the encoded block), so it costs training nothing. A spike is a value more than ``spike_factor`` robust standard deviations (the
-interquartile range / 1.349) above the median of the last ``window`` finite values, once at least
-``min_history`` values have been seen. Each kind of problem is printed once as a warning; every
+them out of the encoded block), so it costs training nothing. A spike is a value more than
+``spike_factor`` robust standard deviations (the interquartile range / 1.349) above the median of
+the last ``window`` finite values, once at least ``min_history`` values have been seen. Each kind of problem is printed once as a warning; every
 occurrence is an event at its step (``tunetrack show`` lists them).
 """
 

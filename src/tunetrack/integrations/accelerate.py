@@ -5,8 +5,8 @@ which ``init_trackers`` calls on the main process only, creates the run. On acce
 importing this module also registers the name, so ``Accelerator(log_with="tunetrack")`` works and
 ``init_trackers(project_name, init_kwargs={"tunetrack": {...}})`` passes the project and arguments
 through. DDPO and AlignProp log through this class too: ``log_images`` stores their images, arrays
-become summary statistics (``values.summarize_arrays``), and since they never call ``end_training()`` the run ends
-``finished`` when the process exits (the core's atexit hook).
+become summary statistics (``values.summarize_arrays``), and since they never call
+``end_training()`` the run ends ``finished`` when the process exits (the core's atexit hook).
 """
 
 from __future__ import annotations

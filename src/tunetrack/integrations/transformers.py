@@ -37,9 +37,9 @@ class TunetrackCallback(TrainerCallback):
     """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints.
 
     ``resume="auto"`` (default) re-attaches a ``train(resume_from_checkpoint=...)`` to the run recorded
-    in ``output_dir/.tunetrack_run`` (``tunetrack.resume``); ``resume=None`` always starts a new run; any other string is
-    the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training cleanly when the
-    loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
+    in ``output_dir/.tunetrack_run`` (``tunetrack.resume``); ``resume=None`` always starts a new run;
+    any other string is the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training
+    cleanly when the loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
     """
 
     def __init__(

@@ -255,6 +255,7 @@ def gpu(session: nox.Session) -> None:
         "-m",
         "gpu",
         f"--junitxml={junit.relative_to(ROOT)}",
+        "--timeout=300",  # a hung GPU test must leave time for the benchmark
         external=True,
         success_codes=[0, 1],  # 1: tests failed (reported below); no GPU, or nothing collected, stops here
     )

@@ -310,9 +310,12 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_worker(kind: str, spec: dict[str, Any], timeout: float = 600) -> dict[str, Any] | str:
-    """One worker in a fresh process, offline, in its own folder; its result, or 'error: ...'."""
+def run_worker(kind: str, spec: dict[str, Any]) -> dict[str, Any] | str:
+    """One worker in a fresh process, offline, in its own folder; its result, or 'error: ...'.
+    A worker that hangs is stopped at the deadline (or after 10 minutes)."""
     from run_all import library_env
+
+    timeout = max(30.0, min(600.0, deadline() - time.time()))
 
     tmp = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=spec["base"]))
     out_path, log_path = tmp / "out.json", tmp / "log.txt"

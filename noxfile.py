@@ -10,7 +10,9 @@ would download a multi-GB CUDA build.)
 
 The default list holds only sessions whose test folder has tests (and ``bench`` only once its
 script exists). A session whose pytest collects nothing fails, as pytest exits 5 and nox accepts
-only 0: no session can pass by testing nothing.
+only 0: no session can pass by testing nothing. The ``gpu`` session (tests/gpu and
+benchmarks/gpu_logging.py) is never in it: it needs an NVIDIA GPU, and ``bash scripts/gpu`` runs it
+on one, on that machine's own python3.
 """
 
 from __future__ import annotations
@@ -100,7 +102,16 @@ def tests(session: nox.Session) -> None:
     _env(session)
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test
     _install_core(session, "numpy", "transformers", "peft", "hatchling")
-    _pytest(session, "tests", "tests", "-m", "not e2e", "--ignore=tests/e2e", "--ignore=tests/ui")
+    _pytest(
+        session,
+        "tests",
+        "tests",
+        "-m",
+        "not e2e",
+        "--ignore=tests/e2e",
+        "--ignore=tests/ui",
+        "--ignore=tests/gpu",
+    )
 
 
 def _framework_session(name: str, folder: str, requirements: list[str]) -> None:
@@ -193,8 +204,98 @@ def bench(session: nox.Session) -> None:
         session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]))
 
 
+#: the GPU machine's own interpreter: CUDA PyTorch, transformers, accelerate and the rest are already
+#: there, and no registry can be reached, so the gpu session makes no venv
+GPU_PYTHON = os.environ.get("TUNETRACK_GPU_PYTHON", "python3")
+#: where the gpu session installs tunetrack and the carried wheels (--target: the interpreter stays as is)
+GPU_SITE = Path(os.environ.get("TUNETRACK_GPU_SITE", "/tmp/tunetrack-gpu-site"))
+
+
+@nox.session(python=False)
+def gpu(session: nox.Session) -> None:
+    """GPU machine only (not a default session: CI has no GPU): tests/gpu and benchmarks/gpu_logging.py.
+
+    Runs on that machine's own python3 (``TUNETRACK_GPU_PYTHON``) with no venv and no registry:
+    tunetrack is installed from the working tree (--no-deps --no-index, built with the carried
+    hatchling) and the wheels in .whl/ (``bash scripts/gpu --prepare``) into ``TUNETRACK_GPU_SITE``.
+    ``bash scripts/gpu`` is the one command that runs this session on a bare GPU machine. Arguments
+    after ``--`` go to the benchmark. Without a GPU the tests fail at collection unless
+    TUNETRACK_GPU_TESTS_ON_CPU=1 (a dry run); the benchmark then measures CPU figures and says so.
+    """
+    _env(session)
+    for key, value in os.environ.items():  # TUNETRACK_GPU_*: the dry run, scripts/gpu's deadline
+        if key.startswith("TUNETRACK_GPU_"):
+            session.env[key] = value
+    session.env["PYTHONPATH"] = os.pathsep.join(
+        [str(GPU_SITE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    pip = [GPU_PYTHON, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile"]
+    pip += ["--no-cache-dir", "--upgrade", "--target", str(GPU_SITE)]
+    # wheels scripts/gpu already installed into the same folder are not installed twice; a CPU dry
+    # run installs only the pure-Python ones (the others are built for the GPU image's CPython 3.12)
+    dry_run = os.environ.get("TUNETRACK_GPU_TESTS_ON_CPU") == "1"
+    wheels = [
+        str(w)
+        for w in sorted((ROOT / ".whl").glob("*-none-any.whl" if dry_run else "*.whl"))
+        if not (GPU_SITE / ("-".join(w.name.split("-")[:2]) + ".dist-info")).is_dir()
+    ]
+    if wheels:
+        session.run(*pip, *wheels, external=True)
+    # the build hook's uPlot download (npm) fails at once offline: the dashboard is not tested here
+    session.run(*pip, "--no-build-isolation", ".", external=True, env={"npm_config_offline": "true"})
+    session.run(GPU_PYTHON, "-c", _GPU_REPORT, external=True)
+    # the tests first; a failure is reported after the benchmark has run, so one call gives both
+    junit = ROOT / "test-artifacts" / "gpu.xml"
+    junit.unlink(missing_ok=True)
+    session.run(
+        GPU_PYTHON,
+        "-m",
+        "pytest",
+        "tests/gpu",
+        "-m",
+        "gpu",
+        f"--junitxml={junit.relative_to(ROOT)}",
+        "--timeout=300",  # a hung GPU test must leave time for the benchmark
+        external=True,
+        success_codes=[0, 1],  # 1: tests failed (reported below); no GPU, or nothing collected, stops here
+    )
+    session.run(GPU_PYTHON, "benchmarks/gpu_logging.py", *session.posargs, external=True)
+    failed = _junit_failures(junit)
+    if failed:
+        session.error(f"tests/gpu: {failed} test(s) failed or errored (see above and {junit.name})")
+
+
+#: printed by the gpu session before the tests: what is installed where, and the device
+_GPU_REPORT = """
+import importlib.metadata as md, sys
+import torch, tunetrack
+print("python", sys.version.split()[0], sys.executable)
+print("tunetrack", tunetrack.__version__, tunetrack.__file__)
+for name in ("torch", "transformers", "accelerate", "nvidia-ml-py", "trackio", "wandb", "plotext"):
+    try:
+        print(name, md.version(name))
+    except md.PackageNotFoundError:
+        print(name, "not installed")
+print("CUDA available:", torch.cuda.is_available(), "| torch built with CUDA", torch.version.cuda)
+if torch.cuda.is_available():
+    print("device 0:", torch.cuda.get_device_name(0), "| devices:", torch.cuda.device_count())
+"""
+
+
+def _junit_failures(path: Path) -> int:
+    """Failures plus errors in a JUnit report (every test counts: pytest writes one <testsuite>)."""
+    import xml.etree.ElementTree as ET
+
+    if not path.exists():
+        return 1  # pytest wrote no report: count it as a failure
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    return sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+
+
 def _default_sessions() -> list[str]:
-    """Sessions with something to run right now, in a fixed order (cheap ones first)."""
+    """Sessions with something to run right now, in a fixed order (cheap ones first). Never ``gpu``:
+    it needs an NVIDIA GPU, which CI does not have (``bash scripts/gpu`` runs it on one)."""
     sessions = ["lint", "tests"]
     sessions += [name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)]
     sessions += [name for name in ("llamafactory", "deepspeed") if _has_tests(f"tests/e2e/{name}")]

@@ -21,7 +21,7 @@ MARKER = ".tunetrack_run"
 @dataclass(frozen=True)
 class Marker:
     run_id: str
-    #: the store the run is in, as an absolute path (None in markers that did not record it)
+    #: the store the run is in: an absolute path or a URL (None in markers that did not record it)
     dir: str | None
 
 
@@ -30,10 +30,12 @@ def remember(output_dir: str | os.PathLike[str], tracker: Any) -> None:
     automatic resume needs this file."""
     if tracker.id is None or tracker.run_dir is None:
         return
+    run_dir = tracker.run_dir
+    store = run_dir.rsplit("/", 1)[0] if isinstance(run_dir, str) else str(Path(run_dir).parent.resolve())
     try:
         path = Path(output_dir) / MARKER
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(path, {"id": tracker.id, "dir": str(Path(tracker.run_dir).parent.resolve())})
+        write_json_atomic(path, {"id": tracker.id, "dir": store})
     except OSError:
         pass
 

@@ -16,11 +16,17 @@ DEFAULT_DIRNAME = "tunetrack_runs"
 
 def store_location(
     dir: str | os.PathLike[str] | None = None, default: str | os.PathLike[str] | None = None
-) -> Path:
+) -> str | Path:
     """The run store: ``dir``, else ``$TUNETRACK_DIR``, else ``default`` (an adapter's own output
-    folder, such as torchtune's ``log_dir``), else ``./tunetrack_runs``."""
+    folder, such as torchtune's ``log_dir``), else ``./tunetrack_runs``. A folder comes back as a
+    ``Path``; an object-store URL (``s3://bucket/prefix``, ``gs://...``) as the string it is."""
     chosen = dir if dir is not None else os.environ.get("TUNETRACK_DIR") or default
-    return Path(chosen).expanduser() if chosen else Path.cwd() / DEFAULT_DIRNAME
+    if not chosen:
+        return Path.cwd() / DEFAULT_DIRNAME
+    text = os.fspath(chosen)
+    if "://" in text and text.split("://", 1)[0].isidentifier():
+        return text.rstrip("/")
+    return Path(text).expanduser()
 
 
 def _float(name: str, default: float) -> float:
@@ -43,3 +49,32 @@ def system_interval(interval: float | None = None) -> float:
 def stale_after() -> float:
     """Seconds without a heartbeat after which a run without an end record reads ``crashed``."""
     return _float("TUNETRACK_STALE_AFTER", 60.0)
+
+
+def _user_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "tunetrack"
+
+
+def spool_dir() -> Path:
+    """Where a run written to an object store is kept on local disk until it is uploaded
+    (``$TUNETRACK_SPOOL``, else ``~/.cache/tunetrack/spool``)."""
+    return Path(os.environ.get("TUNETRACK_SPOOL") or _user_cache() / "spool").expanduser()
+
+
+def cache_dir() -> Path:
+    """Where readers keep what they downloaded from object stores (``$TUNETRACK_CACHE``, else
+    ``~/.cache/tunetrack/objects``)."""
+    return Path(os.environ.get("TUNETRACK_CACHE") or _user_cache() / "objects").expanduser()
+
+
+def upload_interval(interval: float | None = None) -> float:
+    """Seconds between two uploads to an object store: ``interval``, else
+    ``$TUNETRACK_UPLOAD_INTERVAL``, else 10. A lost machine loses at most this much."""
+    return max(interval or _float("TUNETRACK_UPLOAD_INTERVAL", 10.0), 0.1)
+
+
+def upload_timeout() -> float:
+    """How long ``finish()`` waits for the last upload (``$TUNETRACK_UPLOAD_TIMEOUT``, else 30 s);
+    what is left waits in the spool for ``tunetrack sync``."""
+    return _float("TUNETRACK_UPLOAD_TIMEOUT", 30.0)

@@ -32,7 +32,7 @@ class RunInfo:
     name: str
     project: str | None
     tags: list[str]
-    dir: Path | None  # the run's folder; None when the local store is off (``store=False``)
+    dir: Path | str | None  # the run's folder (or URL in object storage); None with ``store=False``
     resumed: bool  # this process re-attached to an existing run (``resume=``, or another node's process)
 
 

@@ -20,7 +20,7 @@ import click
 from ..errors import TunetrackError
 from ..states import STATES
 
-DIR_HELP = "Store root (default: $TUNETRACK_DIR, else ./tunetrack_runs)."
+DIR_HELP = "Store: a folder or an object-store URL such as s3://bucket/prefix (default: $TUNETRACK_DIR, else ./tunetrack_runs)."
 
 
 def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -217,6 +217,41 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
     finally:
         if output:
             stream.close()
+
+
+@cli.command("sync")
+@click.option(
+    "--to", "destination", required=True, help="The store to copy to: an object-store URL or a folder."
+)
+@click.option(
+    "--dir",
+    "root",
+    default=None,
+    help="The store to copy from (default: $TUNETRACK_DIR or ./tunetrack_runs, and this machine's spool "
+    "of runs whose processes died before uploading everything to --to).",
+)
+@click.argument("runs", nargs=-1)
+@_friendly
+def sync_command(destination: str, root: str | None, runs: tuple[str, ...]) -> None:
+    """Copy runs (all, or the RUNS named) to another store; only what the destination lacks is sent.
+
+    Call it again at any time: a run still being written is copied up to its last whole record and
+    completed by a later call; nothing is sent twice.
+    """
+    from ..reader.sync import count_runs, sources_for, sync
+    from . import tables
+
+    sources = [s for s in sources_for(destination, root) if str(s) != destination.rstrip("/")]
+    if not sources:
+        raise click.ClickException(f"nothing to copy to {destination}: no local store here (use --dir)")
+    failed = False
+    for source in sources:
+        with tables.progress(f"{source} -> {destination}", count_runs(source, runs)) as advance:
+            report = sync(source, destination, runs, on_run=advance, lenient=len(sources) > 1)
+        click.echo(f"{source} -> {destination}: {report}")
+        failed = failed or bool(report.errors)
+    if failed:
+        sys.exit(1)
 
 
 @cli.command("ui")

@@ -6,8 +6,10 @@ rich markup). Everything here takes ``Run`` objects from the read API and never 
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -65,6 +67,20 @@ def number(value: Any) -> str:
 
 def state_text(state: str) -> Text:
     return Text(state, style=STATE_STYLE.get(state, ""))
+
+
+@contextlib.contextmanager
+def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
+    """A progress bar on a terminal (stderr); nothing when the output is piped. Yields ``advance``."""
+    from rich.progress import Progress
+
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield lambda *_: None
+        return
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda *_: bar.advance(task)
 
 
 # -- ls ------------------------------------------------------------------------------------------

@@ -70,13 +70,12 @@ class Catalog:
         now = time.monotonic()
         rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
         stamp: Any
-        for run_id, mtime in store.entries():
+        for run_id, listed in store.entries():
             hit = self._rows.get(run_id)
             if hit is not None:
                 live = hit[2]["state"] == "running"
-                if live:
-                    folder = store.run(run_id)
-                stamp = (mtime, folder.signature()) if live and folder is not None else mtime
+                folder = store.run(run_id) if live else None
+                stamp = (listed, folder.signature()) if folder is not None else listed
                 if hit[0] == stamp and not (live and now - hit[1] >= RECHECK):
                     rows[run_id] = hit
                     continue
@@ -84,10 +83,7 @@ class Catalog:
             if run is None:
                 continue  # not a run
             live = run.state == "running"
-            # A folder changed within the last second may change again with the same mtime (timestamps
-            # are coarse): such a row is built again next time.
-            settled = time.time_ns() - mtime > 1_000_000_000
-            stamp = (mtime, run.folder.signature()) if live else (mtime if settled else None)
+            stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
             shown = self._fresh(run) if live else run
             rows[run_id] = (stamp, now, run_json(shown, shown.latest(), last_keys=LOSS_LIKE))
         self._rows = rows
@@ -97,3 +93,9 @@ class Catalog:
             if (project is None or row["project"] == project) and (state is None or row["state"] == state)
         ]
         return sorted(out, key=lambda row: row["created"], reverse=True)
+
+
+def _settled(stamp: Any) -> bool:
+    """A folder's stamp (its mtime) changed within the last second may change again with the same
+    mtime (timestamps are coarse): such a row is built again next time. Other stamps are exact."""
+    return not isinstance(stamp, int) or time.time_ns() - stamp > 1_000_000_000

@@ -7,23 +7,23 @@ from collections.abc import Sequence
 
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
-from ..store import LocalStore, open_store
+from ..store import Store, open_store
 from .run import Run
 
 
-def store_at(dir: str | os.PathLike[str] | None = None) -> LocalStore:
+def store_at(dir: str | os.PathLike[str] | None = None) -> Store:
     """The store readers look in: ``dir``, else ``$TUNETRACK_DIR``, else ``./tunetrack_runs``."""
     return open_store(settings.store_location(dir))
 
 
-def load(store: LocalStore, run_id: str) -> Run | None:
+def load(store: Store, run_id: str) -> Run | None:
     """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run."""
     folder = store.run(run_id)
     data = folder.run_json() if folder is not None else None
     return Run(folder, data) if folder is not None and data is not None else None
 
 
-def all_runs(store: LocalStore) -> list[Run]:
+def all_runs(store: Store) -> list[Run]:
     return [run for run_id, _ in store.entries() if (run := load(store, run_id)) is not None]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings, states
-from ..store.local import LocalRun
+from ..store.base import RunFolder
 
 
 @dataclass
@@ -22,7 +22,10 @@ class Process:
     name: str
     meta: dict[str, Any]
     end: dict[str, Any] | None
-    folder: LocalRun
+    folder: RunFolder | None  # None for a process known from a store's listing index
+    #: the heartbeat and last values the listing index gave (object stores)
+    beat: float | None = None
+    last: dict[str, Any] | None = None
 
     @property
     def node(self) -> str:
@@ -45,12 +48,14 @@ class Process:
         return self.end is not None or not self.alive()
 
     def heartbeat(self) -> float | None:
-        return self.folder.heartbeat(self.name)
+        return self.folder.heartbeat(self.name) if self.folder is not None else self.beat
 
     def alive(self) -> bool:
-        """False when this process certainly died (same host, pid gone) or went silent."""
+        """False when this process certainly died (same host, pid gone) or went silent (for longer
+        than the staleness limit, or three of its upload intervals when it writes to object storage)."""
         beat = self.heartbeat()
-        if beat is None or time.time() - beat > settings.stale_after():
+        limit = max(settings.stale_after(), 3 * float(self.meta.get("upload_interval") or 0))
+        if beat is None or time.time() - beat > limit:
             return False
         if self.meta.get("host") == socket.gethostname():
             try:
@@ -62,11 +67,20 @@ class Process:
         return True
 
 
-def processes(folder: LocalRun) -> list[Process]:
+def processes(folder: RunFolder) -> list[Process]:
     """The run's writing processes, in the order they started."""
     procs = [
         Process(name, folder.process_meta(name) or {}, folder.process_end(name), folder)
         for name in folder.processes()
+    ]
+    return sorted(procs, key=lambda p: p.start)
+
+
+def listed_processes(summary: dict[str, Any]) -> list[Process]:
+    """The processes a store's listing index describes (no file of the run read)."""
+    procs = [
+        Process(str(p.get("name")), p.get("meta") or {}, p.get("end"), None, p.get("beat"), p.get("last"))
+        for p in summary.get("processes") or []
     ]
     return sorted(procs, key=lambda p: p.start)
 

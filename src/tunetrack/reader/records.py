@@ -8,8 +8,8 @@ from typing import Any
 
 from .._warnings import warn_once
 from ..store import codec
+from ..store.base import RunFolder
 from ..store.framing import ScanReport, scan
-from ..store.local import LocalRun
 
 
 @dataclass
@@ -29,7 +29,7 @@ class ProcessRecords:
         self.offset = more.offset
 
 
-def read_process(folder: LocalRun, proc: str, ended: bool, start: int = 0) -> ProcessRecords:
+def read_process(folder: RunFolder, proc: str, ended: bool, start: int = 0) -> ProcessRecords:
     """Decode every intact record of ``proc``'s data from byte ``start`` (where an earlier read
     stopped). A torn tail is normal while the writer is alive, so it is reported only for a process
     that has ended; corruption is always reported."""

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..config import flatten, merge
 from ..store import codec
-from ..store.local import LocalRun
+from ..store.base import RunFolder
 from .merge import apply_rewinds, visible_last_step
-from .processes import Process, processes, run_state
+from .processes import Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
 from .series import Series, py, series, summarize
 
@@ -27,9 +27,9 @@ class Run:
     A long-lived reader (the dashboard) keeps one ``Run`` and calls ``refresh()`` when the files
     changed; one ``Run`` may be shared by threads."""
 
-    def __init__(self, folder: LocalRun, run_json: dict[str, Any]) -> None:
+    def __init__(self, folder: RunFolder, run_json: dict[str, Any]) -> None:
         self.folder = folder
-        self.id: str = str(run_json.get("id", folder.path.name))
+        self.id: str = str(run_json.get("id") or str(folder).rstrip("/").rsplit("/", 1)[-1])
         self.name: str = str(run_json.get("name") or self.id)
         self.project: str | None = run_json.get("project")
         self.tags: list[str] = list(run_json.get("tags") or [])
@@ -41,9 +41,10 @@ class Run:
         self._system_blocks: dict[str, list[codec.Block]] = {}
 
     @property
-    def path(self) -> Path:
-        """The run's folder."""
-        return self.folder.path
+    def path(self) -> Path | str:
+        """The run's folder, or its URL in an object store."""
+        path: Path | str = getattr(self.folder, "path", str(self.folder))
+        return path
 
     def refresh(self) -> None:
         """Take in what was written since the last read: new processes, end records, appended records.
@@ -51,7 +52,7 @@ class Run:
         appended, not its whole history."""
         with self._lock:
             self._merged = None
-            for name in ("_processes", "_status", "config"):
+            for name in ("_processes", "_listed", "_status", "config"):
                 self.__dict__.pop(name, None)
 
     def __repr__(self) -> str:
@@ -63,8 +64,15 @@ class Run:
         return processes(self.folder)
 
     @cached_property
+    def _listed(self) -> list[Process]:
+        """The processes as cheaply as the store can say: from its listing index (object stores: no
+        file of the run read), else from the run's own files. State, hosts and last values use these."""
+        summary = self.folder.summary()
+        return listed_processes(summary) if summary is not None else self._processes
+
+    @cached_property
     def _status(self) -> tuple[str, float | None, str | None]:
-        return run_state(self._processes, self.created)
+        return run_state(self._listed, self.created)
 
     @property
     def state(self) -> str:
@@ -80,7 +88,7 @@ class Run:
 
     @property
     def hosts(self) -> list[str]:
-        return sorted({str(p.meta.get("host")) for p in self._processes if p.meta.get("host")})
+        return sorted({str(p.meta.get("host")) for p in self._listed if p.meta.get("host")})
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -212,11 +220,20 @@ class Run:
     def latest(self) -> dict[str, Any]:
         """``{"step", "values"}``: the last step and each key's last value, from the end record of a
         finished primary process (no data read: what run listings use), else from the data."""
-        primaries = [p for p in self._processes if p.primary]
-        # Only a run of one attempt: after a resume, the latest attempt's record misses the earlier ones.
-        last = (primaries[0].end or {}).get("last") if len(primaries) == 1 else None
-        if isinstance(last, dict) and last.get("step") is not None and "values" in last:
-            return last
+        primaries = [p for p in self._listed if p.primary]
+        lasts: list[dict[str, Any]] = [
+            last
+            for p in primaries
+            if isinstance(last := (p.end or {}).get("last") or p.last, dict) and _complete(last)
+        ]
+        if lasts and len(lasts) == len(primaries) and (len(lasts) == 1 or self.folder.summary()):
+            # One attempt's record is the run's. After a resume, a listing index (object stores) gives
+            # every attempt's; a folder's reader reads the data instead (the latest attempt alone
+            # misses what the earlier ones logged).
+            values: dict[str, Any] = {}
+            for last in lasts:
+                values.update(last["values"])
+            return {"step": lasts[-1]["step"], "values": values}
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
 
     @property
@@ -254,3 +271,7 @@ class Run:
     def read_media(self, rel: str) -> bytes | None:
         """A media file stored with the run (an image's ``path``), or None."""
         return self.folder.read_media(rel)
+
+
+def _complete(last: Any) -> bool:
+    return isinstance(last, dict) and last.get("step") is not None and "values" in last

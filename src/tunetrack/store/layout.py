@@ -21,6 +21,7 @@ RUN_JSON = "run.json"
 DATA_SUFFIX = ".ttr"
 PROC_SUFFIX = ".json"
 END_SUFFIX = ".end.json"
+BEAT_SUFFIX = ".beat"  # an object store's heartbeat object of a process
 MEDIA_DIR = "media"
 JOBS_DIR = ".jobs"
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"

@@ -1,4 +1,5 @@
-"""The run store in a folder of the local filesystem (or a network filesystem: NFS, Lustre).
+"""The run store in a folder of the local filesystem (or a network filesystem: NFS, Lustre); also
+the spool of a run written to object storage.
 
 ``LocalStore`` is the store as a whole: it creates runs, opens a writing process's files
 (``ProcessFiles``, used only by that process's writer thread), publishes distributed jobs, and gives
@@ -12,12 +13,26 @@ import json
 import os
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..jsonfile import read_json, write_json_atomic
 from . import jobs, layout
 from .framing import frame
+
+
+@dataclass
+class ProcessCopy:
+    """Part of a writing process, copied from one store to another (``tunetrack sync``)."""
+
+    meta: dict[str, Any] | None
+    start: int  # where ``data`` goes in the process's records: the bytes the destination already has
+    data: bytes
+    end: dict[str, Any] | None
+    media: dict[str, bytes] = field(default_factory=dict)
+    beat: float | None = None  # when the process last showed it was alive
+    last: dict[str, Any] | None = None  # its last step and values, for listings
 
 
 class ProcessFiles:
@@ -50,6 +65,13 @@ class ProcessFiles:
     def heartbeat(self) -> None:
         """Readers call a run crashed when this file's mtime goes stale, so touch it while alive."""
         os.utime(self.data_path)
+
+    def size(self) -> int:
+        """Bytes of records written to the file so far (whole records, after a ``flush``)."""
+        return self._file.tell() if self._file is not None else self.data_path.stat().st_size
+
+    def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
+        """A folder needs no listing index: readers take the last values from the end record."""
 
     def put_file(self, rel: str, data: bytes) -> None:
         """A file of the run besides the records (an image), at ``rel`` inside the run folder."""
@@ -132,6 +154,19 @@ class LocalRun:
             pass
         return tuple(sorted(out))
 
+    def summary(self) -> None:
+        """Listings read a folder's own small files: no index entry."""
+        return None
+
+    def media(self) -> list[str]:
+        """Every media file of the run (``media/...``)."""
+        base = self.path / layout.MEDIA_DIR
+        return sorted(
+            p.relative_to(self.path).as_posix()
+            for p in base.rglob("*")
+            if p.is_file() and not p.name.startswith(".")
+        )
+
     def read_media(self, rel: str) -> bytes | None:
         """A media file of the run (``media/...``), or None if there is none there. A path that would
         leave the run's media folder names none."""
@@ -180,6 +215,30 @@ class LocalStore:
         self, job_key: str, not_before: float, timeout: float, stop: threading.Event
     ) -> str | None:
         return jobs.wait_for(self.root, job_key, not_before, timeout, stop)
+
+    def receive(self, run_id: str, proc: str, copy: ProcessCopy) -> None:
+        """Take in part of a process copied from another store (``tunetrack sync``): its metadata, the
+        record bytes from ``copy.start`` on (this store holds the bytes before), media, its end."""
+        run_dir = self.root / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        meta_path = run_dir / f"{proc}{layout.PROC_SUFFIX}"
+        if copy.meta is not None and not meta_path.exists():
+            write_json_atomic(meta_path, copy.meta)
+        if copy.data:
+            with open(run_dir / f"{proc}{layout.DATA_SUFFIX}", "ab") as f:
+                if f.tell() != copy.start:
+                    raise OSError(
+                        f"{run_dir / proc}: holds {f.tell()} bytes, not the {copy.start} the copy follows"
+                    )
+                f.write(copy.data)
+        for rel, data in copy.media.items():
+            ProcessFiles(run_dir, proc).put_file(rel, data)
+        if copy.beat is not None:
+            data_path = run_dir / f"{proc}{layout.DATA_SUFFIX}"
+            if data_path.exists():
+                os.utime(data_path, (copy.beat, copy.beat))
+        if copy.end is not None:
+            write_json_atomic(run_dir / f"{proc}{layout.END_SUFFIX}", copy.end)
 
     # -- reading ---------------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Path:

@@ -73,6 +73,7 @@ class Tracker:
         system_interval: float | None = None,
         system_sources: Sequence[Any] | None = None,
         health: bool | HealthConfig = True,
+        upload_interval: float | None = None,
     ) -> None:
         self.project = project
         self.name = name
@@ -93,6 +94,7 @@ class Tracker:
         self._system_sources = system_sources
         self._sampler: Any = None
         self._health = health
+        self._upload_interval = upload_interval
         self._lock = threading.RLock()
         self._rows: deque | None = None  # the queue's rows; None when this process does not record
         self._queue = RowQueue()
@@ -104,7 +106,8 @@ class Tracker:
         self._step = 0
         self._exit_state: str | None = None  # ``killed`` once a signal handler saw SIGTERM/SIGINT
         self.id: str | None = None
-        self.run_dir: Path | None = None
+        #: the run's folder, or its URL in an object store; None without a store
+        self.run_dir: Path | str | None = None
 
     # -- public properties ------------------------------------------------------------------------
     @property
@@ -152,6 +155,7 @@ class Tracker:
             created=now,
             process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
             job=job if role == "primary" and ranks.rank == 0 else None,
+            upload_interval=self._upload_interval,
         )
         if role == "primary":  # only it takes rows; a cap until the writer has seen their width
             self._use_queue(RowQueue(cap=max(self._max_pending // 10, 1)))

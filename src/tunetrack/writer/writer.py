@@ -25,7 +25,7 @@ from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..health import HealthMonitor
 from ..store import codec, layout, open_store
-from ..store.local import LocalStore, ProcessFiles
+from ..store.base import ProcessWriter, Store
 from ..values import DROP, to_plain
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, SystemSample
@@ -48,6 +48,8 @@ class RunRequest:
     process: dict[str, Any] = field(default_factory=dict)
     #: the distributed job whose other nodes join this run (``launch.job_id()``; global rank 0 only)
     job: str | None = None
+    #: seconds between uploads, for a store in object storage (None: ``settings.upload_interval()``)
+    upload_interval: float | None = None
 
 
 @dataclass
@@ -57,7 +59,7 @@ class OpenedRun:
     id: str
     name: str
     project: str | None
-    dir: Path | None  # the run's folder; None without a store
+    dir: Path | str | None  # the run's folder (or URL); None without a store
     resumed: bool
 
 
@@ -90,9 +92,9 @@ class Writer(threading.Thread):
         self.strict = strict
         self.run_info: RunInfo | None = None
         self._stopping = threading.Event()
-        self._files: ProcessFiles | None = None
-        self._store_dir: Path | None = None  # where the files would be (lost rows are counted there)
-        self._job: tuple[LocalStore, str, float, float, RunRequest] | None = None
+        self._files: ProcessWriter | None = None
+        self._store_dir: Path | str | None = None  # where the files would be (lost rows are counted)
+        self._job: tuple[Store, str, float, float, RunRequest] | None = None
         self._end: dict[str, Any] = {}
         self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
         self._pending = codec.Rows()
@@ -115,7 +117,7 @@ class Writer(threading.Thread):
         )
         opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
         if location is not None:
-            store = open_store(location)
+            store = open_store(location, request.upload_interval)
             opened.dir = self._store_dir = store.run_dir(run_id)
             try:
                 self._open_files(store, opened, request)
@@ -130,7 +132,7 @@ class Writer(threading.Thread):
         self._set_run(opened, request.tags)
         return opened
 
-    def _open_files(self, store: LocalStore, opened: OpenedRun, request: RunRequest) -> None:
+    def _open_files(self, store: Store, opened: OpenedRun, request: RunRequest) -> None:
         run = {
             "id": opened.id,
             "name": opened.name,
@@ -166,7 +168,7 @@ class Writer(threading.Thread):
     ) -> None:
         """Record into the run that the job's global rank 0 publishes (another node's first rank):
         the thread waits for it (up to 30 minutes), then opens this process's files there."""
-        self._job = (open_store(location), job, not_before, 1800.0, request)
+        self._job = (open_store(location, request.upload_interval), job, not_before, 1800.0, request)
 
     def _joined(self) -> bool:
         """Wait for the job's run; False if it never came (or the tracker finished first)."""
@@ -239,9 +241,10 @@ class Writer(threading.Thread):
             self._write_system()
         if self._files is not None and (due or waiters):
             self._store_op(lambda f: f.flush(fsync=self._fsync_due(now)))
+            self._store_op(lambda f: f.summarize(self._last_step, dict(self._last_values)))
             self._last_write = now
         if self._files is not None and now - self._last_beat >= self.heartbeat_interval:
-            self._store_op(ProcessFiles.heartbeat)
+            self._store_op(lambda f: f.heartbeat())
             self._last_beat = now
         for done in waiters:
             done.set()
@@ -341,7 +344,7 @@ class Writer(threading.Thread):
     def _run_id(self) -> str | None:
         return self.run_info.id if self.run_info is not None else None
 
-    def _store_op(self, op: Callable[[ProcessFiles], Any]) -> bool:
+    def _store_op(self, op: Callable[[ProcessWriter], Any]) -> bool:
         if self._files is None:
             return False
         try:
@@ -350,7 +353,7 @@ class Writer(threading.Thread):
         except OSError as exc:
             warn_once(
                 f"{self._run_id}:store-write",
-                f"cannot write to {self._files.run_dir} ({exc.strerror or exc}); training goes on, "
+                f"cannot write to {self._store_dir} ({exc.strerror or exc}); training goes on, "
                 "the rows that could not be stored are counted and reported at finish()",
             )
             return False

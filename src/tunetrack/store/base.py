@@ -1,0 +1,112 @@
+"""What a store is to the writer and to the readers, whatever it is made of (a folder, a bucket).
+
+A ``Store`` creates runs and opens one writing process's files (a ``ProcessWriter``); readers get a
+run's files read-only (a ``RunFolder``). ``LocalStore`` (a folder) and ``ObjectStore`` (a bucket, with
+a local spool) implement them.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class ProcessWriter(Protocol):
+    """One writing process's files in a run. Called only from that process's writer thread."""
+
+    def append(self, payload: bytes) -> None:
+        """Add one record (``codec.pack``'s payload)."""
+        ...
+
+    def flush(self, fsync: bool = False) -> None: ...
+
+    def heartbeat(self) -> None:
+        """Show readers the process is alive."""
+        ...
+
+    def put_file(self, rel: str, data: bytes) -> None:
+        """A file of the run besides the records (an image), at ``rel`` inside the run."""
+        ...
+
+    def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
+        """What listings show of the run while it is written (stores that keep a listing index)."""
+        ...
+
+    def close(self, end: dict[str, Any]) -> None:
+        """Record how the process ended; the last call."""
+        ...
+
+
+class RunFolder(Protocol):
+    """A run's files, read-only. A missing or unreadable file reads as absent."""
+
+    def run_json(self) -> dict[str, Any] | None: ...
+
+    def where(self, proc: str) -> str:
+        """Where ``proc``'s records are, for messages."""
+        ...
+
+    def processes(self) -> list[str]: ...
+
+    def process_meta(self, proc: str) -> dict[str, Any] | None: ...
+
+    def process_end(self, proc: str) -> dict[str, Any] | None: ...
+
+    def data_size(self, proc: str) -> int: ...
+
+    def read_data(self, proc: str, offset: int = 0) -> bytes:
+        """``proc``'s record bytes from ``offset`` on."""
+        ...
+
+    def heartbeat(self, proc: str) -> float | None:
+        """When ``proc`` last showed it was alive (unix time), or None."""
+        ...
+
+    def signature(self) -> tuple[Any, ...]:
+        """Changes whenever a process of the run writes, ends, or starts (looked at afresh)."""
+        ...
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the store keeps for listings (an object store's index entry), or None: then the run's
+        state and last values are derived from its processes."""
+        ...
+
+    def media(self) -> list[str]:
+        """Every media file of the run (``media/...``)."""
+        ...
+
+    def read_media(self, rel: str) -> bytes | None: ...
+
+
+class Store(Protocol):
+    """A run store. ``str(store)`` names it as the user would (a folder, a URL)."""
+
+    def run_dir(self, run_id: str) -> Path | str:
+        """Where a run is: its folder, or its URL."""
+        ...
+
+    def create_run(self, run_id: str, data: dict[str, Any]) -> bool:
+        """Create the run exactly once; False if another process created it first."""
+        ...
+
+    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> ProcessWriter: ...
+
+    def publish_job(self, job_key: str, run_id: str) -> None: ...
+
+    def wait_for_job(
+        self, job_key: str, not_before: float, timeout: float, stop: threading.Event
+    ) -> str | None: ...
+
+    def receive(self, run_id: str, proc: str, copy: Any) -> None:
+        """Take in part of a process copied from another store (``local.ProcessCopy``)."""
+        ...
+
+    def run(self, run_id: str) -> RunFolder | None:
+        """The run ``run_id``, or None if the store holds no such run."""
+        ...
+
+    def entries(self) -> list[tuple[str, Any]]:
+        """``(run id, stamp)`` for every run (perhaps a few folders that are not runs): a stamp changes
+        when the run's listing changes."""
+        ...

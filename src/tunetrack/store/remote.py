@@ -1,0 +1,375 @@
+"""The run store in object storage (S3 and S3-compatible stores, GCS, Azure, any fsspec filesystem).
+
+Object stores have no append, so a writing process keeps its records in a local spool (a local
+store, ``upload.py``) and uploads what it flushed as sealed, immutable chunk objects; the framing
+makes each chunk self-delimiting. Keys, relative to the store's URL::
+
+    <run id>/run.json                                  created once (put-if-absent)
+    <run id>/<proc>.json, <proc>.end.json              as in a folder
+    <run id>/<proc>/<start>-<end>.ttr                  bytes [start, end) of <proc>'s records
+    <run id>/<proc>.beat                               rewritten at every upload: the heartbeat
+    <run id>/media/...                                 images
+    .index/<run id>/<proc>.json                        what listings show (rewritten at every upload)
+    .index/_compact/<time>.json                        many ended entries in one object
+    .jobs/<digest>.json                                a distributed job's run id
+
+Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),
+keep them in a local cache (they never change), and list a store from its index: one LIST for a
+thousand runs, plus a GET only for entries that changed since the last look.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import settings
+from . import layout
+from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
+from .cache import ObjectCache
+from .chunks import chunk_name, cover, parse_chunk
+from .index import COMPACT, INDEX, dumps, index_entry
+from .spool import spool_for
+
+#: ended index entries fetched one by one before a listing writes a compact object of them all
+COMPACT_AFTER = 50
+#: concurrent GETs when a listing fetches many index entries
+FETCHERS = 16
+#: how long ``start()`` waits for the store (creating the run, publishing a job): a store that is down
+#: or slow must not hold training up; the uploader does the rest once the store answers
+START_WAIT = 3.0
+
+
+def _within(seconds: float, fn: Any, default: Any) -> Any:
+    """``fn()``, or ``default`` if it takes longer than ``seconds`` or cannot reach the store (it may
+    still finish in the background)."""
+    box: list[Any] = []
+
+    def call() -> None:
+        with contextlib.suppress(StoreUnavailable):
+            box.append(fn())
+
+    thread = threading.Thread(target=call, name="tunetrack-store-start", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return box[0] if box else default
+
+
+def _json(data: bytes | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class ObjectStore:
+    """A run store at an object-store URL (``s3://bucket/prefix``)."""
+
+    def __init__(self, url: str, blobs: Blobs | None = None, upload_interval: float | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.blobs = blobs if blobs is not None else open_blobs(self.url)
+        self.cache = ObjectCache(self.url)
+        self.upload_interval = settings.upload_interval(upload_interval)
+        self._index: dict[str, list[tuple[Blob, dict[str, Any]]]] = {}  # run id -> its index entries
+        self._lock = threading.Lock()
+
+    def __str__(self) -> str:
+        return self.url
+
+    def run_dir(self, run_id: str) -> str:
+        return f"{self.url}/{run_id}"
+
+    # -- writing ---------------------------------------------------------------------------------
+    def create_run(self, run_id: str, data: dict[str, Any]) -> bool:
+        """Create ``run.json`` once. A store that cannot be reached now is taken to have no such run
+        (new ids are random): the process's uploader creates it later, once, the same way."""
+        body = {**data, "writer": uuid.uuid4().hex}
+        if not spool_for(self.url).create_run(run_id, body):  # the spool's copy, for `tunetrack sync`
+            return False  # resumed on this machine
+        return bool(_within(START_WAIT, lambda: self.put_run_json(run_id, body), True))
+
+    def put_run_json(self, run_id: str, body: dict[str, Any]) -> bool:
+        """Put-if-absent, made safe against a lost answer: the body carries a writer token, and an
+        error is followed by reading the object back to see whose it is."""
+        key = f"{run_id}/{layout.RUN_JSON}"
+        try:
+            return self.blobs.put(key, dumps(body), create=True)
+        except StoreUnavailable:
+            existing = _json(self.blobs.get(key))
+            if existing is None:
+                raise
+            return existing.get("writer") == body.get("writer")
+
+    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> Any:
+        from .upload import UploadingProcess
+
+        spool = spool_for(self.url)
+        if spool.run(run_id) is None:  # another node's process, or a resume on another machine
+            body = _within(START_WAIT, lambda: _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")), None)
+            spool.create_run(run_id, body or {"id": run_id})
+        return UploadingProcess(self, run_id, proc, meta)
+
+    def receive(self, run_id: str, proc: str, copy: Any) -> None:
+        """Take in part of a process copied from another store (``tunetrack sync``, a dead process's
+        spool): chunks are put only if absent, so a copy racing the process's own uploader, or a
+        second sync, never duplicates anything."""
+        prefix = f"{run_id}/{proc}"
+        if copy.meta is not None:
+            self.blobs.put(f"{prefix}{layout.PROC_SUFFIX}", dumps(copy.meta))
+        if copy.data:
+            self.blobs.put(
+                f"{prefix}/{chunk_name(copy.start, copy.start + len(copy.data))}", copy.data, create=True
+            )
+        for rel, data in copy.media.items():
+            self.blobs.put(f"{run_id}/{rel}", data)
+        beat = copy.beat if copy.beat is not None else time.time()
+        self.blobs.put(
+            f"{prefix}{layout.BEAT_SUFFIX}", dumps({"time": beat, "bytes": copy.start + len(copy.data)})
+        )
+        if copy.end is not None:
+            self.blobs.put(f"{prefix}{layout.END_SUFFIX}", dumps(copy.end))
+        run = _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")) or {}
+        entry = index_entry(run, proc, copy.meta or {}, copy.last, copy.end, beat)
+        self.blobs.put(f"{INDEX}/{run_id}/{proc}.json", dumps(entry))
+
+    def _job_key(self, job_key: str) -> str:
+        return f"{layout.JOBS_DIR}/{hashlib.sha1(job_key.encode()).hexdigest()[:20]}.json"
+
+    def publish_job(self, job_key: str, run_id: str) -> None:
+        body = {"run_id": run_id, "created": time.time(), "job": job_key}
+        _within(START_WAIT, lambda: self.blobs.put(self._job_key(job_key), dumps(body)), None)
+
+    def wait_for_job(
+        self, job_key: str, not_before: float, timeout: float, stop: threading.Event
+    ) -> str | None:
+        from .jobs import TOLERANCE
+
+        deadline, wait = time.monotonic() + timeout, 0.5
+        while time.monotonic() < deadline:
+            try:
+                data = _json(self.blobs.get(self._job_key(job_key)))
+            except StoreUnavailable:
+                data = None
+            if data and float(data.get("created", 0)) >= not_before - TOLERANCE and data.get("run_id"):
+                return str(data["run_id"])
+            if stop.wait(wait):
+                return None
+            wait = min(wait * 1.5, 5.0)
+        return None
+
+    # -- reading ---------------------------------------------------------------------------------
+    def run(self, run_id: str) -> RemoteRun | None:
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            return None
+        listed = self._index.get(run_id)
+        if listed:
+            return RemoteRun(self, run_id, listed)
+        run_json = _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}"))
+        return RemoteRun(self, run_id, None, run_json) if run_json is not None else None
+
+    def entries(self) -> list[tuple[str, Any]]:
+        """Every run with an index entry: one LIST of the index (a page per thousand entries), the
+        newest compact object, and a GET for each entry that changed since it was last read here."""
+        blobs = self.blobs.list_blobs(f"{INDEX}/")
+        compacts = sorted(b.key for b in blobs if b.key.startswith(f"{COMPACT}/"))
+        compact = self._compact(compacts[-1]) if compacts else {}
+        entries = [b for b in blobs if not b.key.startswith(f"{COMPACT}/") and b.key.endswith(".json")]
+        bodies: dict[str, dict[str, Any]] = {}
+        missing: list[Blob] = []
+        for blob in entries:
+            held = compact.get(blob.key)
+            if held is not None and held.get("etag") == blob.etag:
+                bodies[blob.key] = held["body"]
+            elif (cached := _json(self.cache.get(blob.key, blob.etag or str(blob.mtime)))) is not None:
+                bodies[blob.key] = cached
+            else:
+                missing.append(blob)
+        if missing:
+            with ThreadPoolExecutor(min(FETCHERS, len(missing))) as pool:
+                for blob, data in zip(missing, pool.map(lambda b: self.blobs.get(b.key), missing)):
+                    body = _json(data)
+                    if body is not None:
+                        bodies[blob.key] = body
+                        self.cache.put(blob.key, data or b"", blob.etag or str(blob.mtime))
+        index: dict[str, list[tuple[Blob, dict[str, Any]]]] = {}
+        for blob in entries:
+            if blob.key in bodies:
+                run_id = blob.key[len(INDEX) + 1 :].split("/", 1)[0]
+                index.setdefault(run_id, []).append((blob, bodies[blob.key]))
+        with self._lock:
+            self._index = index
+        fetched_ended = sum(1 for b in missing if (bodies.get(b.key) or {}).get("end") is not None)
+        if fetched_ended >= COMPACT_AFTER:
+            self._write_compact(entries, bodies, compacts)
+        return [(run_id, tuple(sorted((b.key, b.etag) for b, _ in items))) for run_id, items in index.items()]
+
+    def _compact(self, key: str) -> dict[str, Any]:
+        data = self.cache.get(key)
+        if data is None:
+            try:
+                data = self.blobs.get(key)
+            except StoreUnavailable:
+                data = None
+            if data is not None:
+                self.cache.put(key, data)
+        body = _json(data)
+        return body.get("entries", {}) if body else {}
+
+    def _write_compact(self, entries: list[Blob], bodies: dict[str, dict[str, Any]], old: list[str]) -> None:
+        """One object holding every ended entry (they no longer change), so the next reader on another
+        machine fetches one object instead of one per run. Best effort."""
+        held = {
+            b.key: {"etag": b.etag, "body": bodies[b.key]}
+            for b in entries
+            if b.key in bodies and bodies[b.key].get("end") is not None
+        }
+        try:
+            self.blobs.put(
+                f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
+                dumps({"entries": held}),
+            )
+            for key in old[:-1]:  # keep the one readers may be fetching right now
+                self.blobs.delete(key)
+        except StoreUnavailable:
+            pass
+
+
+class RemoteRun:
+    """A run in an object store, read-only: its objects listed once (``signature()`` lists again),
+    chunks and metadata downloaded once into the local cache."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        run_id: str,
+        index: list[tuple[Blob, dict[str, Any]]] | None = None,
+        run_json: dict[str, Any] | None = None,
+    ) -> None:
+        self.store, self.run_id = store, run_id
+        self.path = store.run_dir(run_id)
+        self._index = index
+        self._run_json = run_json
+        self._files: dict[str, Blob] | None = None
+
+    def __str__(self) -> str:
+        return self.path
+
+    def _listing(self) -> dict[str, Blob]:
+        if self._files is None:
+            prefix = f"{self.run_id}/"
+            self._files = {b.key[len(prefix) :]: b for b in self.store.blobs.list_blobs(prefix)}
+        return self._files
+
+    def signature(self) -> tuple[Any, ...]:
+        self._files = None
+        self._index = None  # looked at afresh: state and values from the run's own objects
+        try:
+            return tuple(sorted((k, b.size, b.etag) for k, b in self._listing().items()))
+        except StoreUnavailable:
+            return ()
+
+    def _get(self, rel: str, immutable: bool = False) -> bytes | None:
+        key = f"{self.run_id}/{rel}"
+        blob = self._listing().get(rel)
+        if blob is None:
+            return None
+        tag = None if immutable else (blob.etag or str(blob.mtime))
+        data = self.store.cache.get(key, tag)
+        if data is None:
+            data = self.store.blobs.get(key)
+            if data is not None:
+                self.store.cache.put(key, data, tag)
+        return data
+
+    def run_json(self) -> dict[str, Any] | None:
+        if self._run_json is None:
+            if self._index:
+                self._run_json = dict(self._index[0][1].get("run") or {})
+            else:
+                self._run_json = _json(self.store.blobs.get(f"{self.run_id}/{layout.RUN_JSON}"))
+        return self._run_json
+
+    def where(self, proc: str) -> str:
+        return f"{self.path}/{proc}/"
+
+    def processes(self) -> list[str]:
+        names = (layout.proc_of(rel) for rel in self._listing() if "/" not in rel)
+        return sorted(name for name in names if name is not None)
+
+    def process_meta(self, proc: str) -> dict[str, Any] | None:
+        return _json(self._get(f"{proc}{layout.PROC_SUFFIX}"))
+
+    def process_end(self, proc: str) -> dict[str, Any] | None:
+        return _json(self._get(f"{proc}{layout.END_SUFFIX}"))
+
+    def _chunks(self, proc: str) -> list[tuple[int, int]]:
+        prefix = f"{proc}/"
+        listed = [parse_chunk(rel[len(prefix) :]) for rel in self._listing() if rel.startswith(prefix)]
+        cached = {c for name in self.store.cache.names(f"{self.run_id}/{proc}") if (c := parse_chunk(name))}
+        return cover([c for c in listed if c is not None], cached)
+
+    def data_size(self, proc: str) -> int:
+        chunks = self._chunks(proc)
+        return chunks[-1][1] if chunks else 0
+
+    def read_data(self, proc: str, offset: int = 0) -> bytes:
+        parts = []
+        for start, end in self._chunks(proc):
+            if end <= offset:
+                continue
+            key = f"{self.run_id}/{proc}/{chunk_name(start, end)}"
+            data = self.store.cache.get(key)
+            if data is None:
+                data = self.store.blobs.get(key)
+                if data is None:  # replaced by a longer chunk meanwhile: the next look lists again
+                    break
+                self.store.cache.put(key, data)
+            parts.append(data[max(offset - start, 0) :])
+        return b"".join(parts)
+
+    def heartbeat(self, proc: str) -> float | None:
+        """The time its last upload wrote into its beat object (a process copied later by ``tunetrack
+        sync`` keeps the time it was last alive), else when its metadata was written."""
+        beat = _json(self._get(f"{proc}{layout.BEAT_SUFFIX}"))
+        if beat is not None and isinstance(beat.get("time"), (int, float)):
+            return float(beat["time"])
+        blob = self._listing().get(f"{proc}{layout.PROC_SUFFIX}")
+        return blob.mtime if blob is not None else None
+
+    def summary(self) -> dict[str, Any] | None:
+        """The run as its index entries describe it (written at every upload), when it was found by
+        listing the store; None once the run's own objects are read (``signature()``)."""
+        if not self._index:
+            return None
+        processes = [
+            {
+                "name": body.get("proc"),
+                "meta": body.get("meta") or {},
+                "end": body.get("end"),
+                "beat": min(blob.mtime, float(body.get("beat") or blob.mtime)),
+                "last": body.get("last"),
+            }
+            for blob, body in self._index
+        ]
+        return {"processes": processes}
+
+    def media(self) -> list[str]:
+        return sorted(rel for rel in self._listing() if rel.startswith(f"{layout.MEDIA_DIR}/"))
+
+    def read_media(self, rel: str) -> bytes | None:
+        parts = rel.split("/")
+        if not rel.startswith(f"{layout.MEDIA_DIR}/") or any(p in ("", ".", "..") for p in parts):
+            return None
+        try:
+            return self._get(rel, immutable=True)
+        except StoreUnavailable:
+            return None

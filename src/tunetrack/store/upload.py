@@ -1,0 +1,241 @@
+"""A writing process of a run in object storage: records go to a local spool as they would to a
+folder, and an uploader thread sends what was flushed, every ``upload_interval`` seconds and at the
+end, as sealed chunk objects. The writer thread never waits for the network.
+
+A store that is down, slow or throttling costs nothing but lag: a failed upload is retried with
+backoff (warned about once), the data waits in the spool, and the lag is counted in the process's end
+record (``upload``). The spool is bounded only by the local disk, like a folder store; what is still
+unsent when ``finish()`` gives up waiting (``settings.upload_timeout()``) stays there, and
+``tunetrack sync`` sends it later. A process that finished uploading removes its spool files.
+
+Chunks are named by the byte range they hold and are written only if absent, so this thread and a
+``tunetrack sync`` of the same spool never duplicate or interleave data. Every ``MERGE`` chunks are
+merged into one, so a long run stays a few objects per process.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from .. import settings
+from .._warnings import warn_once
+from . import layout
+from .blobs import StoreUnavailable
+from .chunks import chunk_name, cover, parse_chunk
+from .index import INDEX, dumps, index_entry
+from .layout import BEAT_SUFFIX
+from .local import ProcessFiles
+from .spool import spool_for
+
+if TYPE_CHECKING:
+    from .remote import ObjectStore
+
+#: chunks merged into one when this many of the same size have piled up
+MERGE = 64
+
+
+class UploadingProcess:
+    """A ``ProcessWriter``: the local spool's files, and the thread that uploads them."""
+
+    def __init__(self, store: ObjectStore, run_id: str, proc: str, meta: dict[str, Any]) -> None:
+        self.store, self.run_id, self.proc = store, run_id, proc
+        self.meta = {**meta, "upload_interval": store.upload_interval}
+        self.spool = spool_for(store.url)
+        self.files: ProcessFiles = self.spool.open_process(run_id, proc, self.meta)
+        self.run_dir = store.run_dir(run_id)
+        self.sealed = 0  # bytes of whole records in the spool file (the writer flushed them)
+        self.last: dict[str, Any] | None = None
+        self.end: dict[str, Any] | None = None
+        self.media: list[str] = []
+        self.uploader = Uploader(self)
+        self.uploader.start()
+
+    # -- the writer thread's calls -----------------------------------------------------------------
+    def append(self, payload: bytes) -> None:
+        self.files.append(payload)
+
+    def flush(self, fsync: bool = False) -> None:
+        self.files.flush(fsync)
+        self.sealed = self.files.size()
+
+    def heartbeat(self) -> None:
+        self.files.heartbeat()
+
+    def put_file(self, rel: str, data: bytes) -> None:
+        self.files.put_file(rel, data)
+        self.media.append(rel)
+
+    def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
+        self.last = {"step": last_step, "values": last_values}
+
+    def close(self, end: dict[str, Any]) -> None:
+        self.files.close(end)
+        self.sealed = self.files.size()
+        self.end = {**end, "time": end.get("time", time.time())}
+        self.uploader.finish(settings.upload_timeout())
+
+
+class Uploader(threading.Thread):
+    def __init__(self, process: UploadingProcess) -> None:
+        super().__init__(name=f"tunetrack-upload-{process.run_id}", daemon=True)
+        self.p = process
+        self.blobs = process.store.blobs
+        self.prefix = f"{process.run_id}/{process.proc}"
+        self.interval = process.store.upload_interval
+        self.wake = threading.Event()
+        self.closing = False
+        self.done = threading.Event()
+        self.uploaded = 0  # bytes of the spool file that are in the store
+        self.chunks: list[tuple[int, int]] = []  # what this process has in the store
+        self.sent_media = 0
+        self.run_created = False
+        self.meta_sent = False
+        self.failures = 0
+        self.lag_since: float | None = None  # when the oldest unsent flush was not sent
+        self.max_lag = 0.0
+
+    def finish(self, timeout: float) -> None:
+        """Upload what is left and the end record; give up after ``timeout`` seconds (it stays in the
+        spool, and ``tunetrack sync`` sends it)."""
+        self.closing = True
+        self.wake.set()
+        if not self.done.wait(timeout):
+            warn_once(
+                f"upload-left:{self.p.run_id}:{self.p.proc}",
+                f"run {self.p.run_id}: {self.p.sealed - self.uploaded:,} bytes could not be uploaded to "
+                f"{self.p.store.url} before finish() gave up; they wait in {self.p.files.run_dir}: "
+                f"tunetrack sync --to {self.p.store.url} sends them",
+            )
+
+    def run(self) -> None:
+        wait = 0.0
+        while True:
+            self.wake.wait(wait)
+            self.wake.clear()
+            closing = self.closing
+            try:
+                self.upload(final=closing)
+            except StoreUnavailable as exc:
+                self._failed(exc)
+                wait = min(max(wait * 2, 1.0), self.interval)
+                continue
+            self._caught_up()
+            if closing:
+                self._clean_spool()
+                self.done.set()
+                return
+            wait = self.interval
+
+    def _failed(self, exc: OSError) -> None:
+        self.failures += 1
+        if self.lag_since is None:
+            self.lag_since = time.time()
+        warn_once(
+            f"upload:{self.p.run_id}:{self.p.proc}",
+            f"cannot upload run {self.p.run_id} to {self.p.store.url} ({exc}); training goes on, the data "
+            "waits in the local spool and is sent when the store answers again",
+        )
+
+    def _caught_up(self) -> None:
+        if self.lag_since is not None:
+            self.max_lag = max(self.max_lag, time.time() - self.lag_since)
+            self.lag_since = None
+
+    def stats(self) -> dict[str, Any]:
+        lag = self.max_lag if self.lag_since is None else max(self.max_lag, time.time() - self.lag_since)
+        return {
+            "failed_attempts": self.failures,
+            "max_lag_s": round(lag, 3),
+            "unsent_bytes": self.p.sealed - self.uploaded,
+        }
+
+    # -- one pass ----------------------------------------------------------------------------------
+    def upload(self, final: bool = False) -> None:
+        p = self.p
+        if not self.run_created:
+            run_json = p.spool.run(p.run_id)
+            body = run_json.run_json() if run_json is not None else None
+            if body is not None:
+                p.store.put_run_json(p.run_id, body)  # absent only if the store was down at start
+            self.run_created = True
+        if not self.meta_sent:
+            self.blobs.put(f"{self.prefix}{layout.PROC_SUFFIX}", dumps(p.meta))
+            self.meta_sent = True
+        sealed = p.sealed
+        if sealed > self.uploaded:
+            self._send_chunk(self.uploaded, sealed)
+        while self.sent_media < len(p.media):
+            rel = p.media[self.sent_media]
+            data = (p.files.run_dir / rel).read_bytes()
+            self.blobs.put(f"{p.run_id}/{rel}", data)
+            self.sent_media += 1
+        self._merge()
+        now = time.time()
+        self.blobs.put(f"{self.prefix}{BEAT_SUFFIX}", dumps({"time": now, "bytes": self.uploaded}))
+        end = None
+        if final and p.end is not None:
+            end = {**p.end, "upload": self.stats()}
+            self.blobs.put(f"{self.prefix}{layout.END_SUFFIX}", dumps(end))
+        run = (p.spool.run(p.run_id) or _Nothing()).run_json() or {}
+        entry = index_entry(run, p.proc, p.meta, p.last, end, now, self.stats())
+        self.blobs.put(f"{INDEX}/{p.run_id}/{p.proc}.json", dumps(entry))
+
+    def _send_chunk(self, start: int, end: int) -> None:
+        with open(self.p.files.data_path, "rb") as f:
+            f.seek(start)
+            data = f.read(end - start)
+        end = start + len(data)
+        if not self.blobs.put(f"{self.prefix}/{chunk_name(start, end)}", data, create=True):
+            # already there (a `tunetrack sync` of this spool): take the store's word for what it has
+            listed = [
+                c
+                for b in self.blobs.list_blobs(f"{self.prefix}/")
+                if (c := parse_chunk(b.key.rsplit("/", 1)[-1]))
+            ]
+            self.chunks = cover(listed)
+            self.uploaded = self.chunks[-1][1] if self.chunks else 0
+            return
+        self.chunks.append((start, end))
+        self.uploaded = end
+
+    def _merge(self) -> None:
+        """When ``MERGE`` chunks of about the same size follow each other, upload them as one and
+        delete them: a run of a day stays a few objects per process (each byte is re-sent only
+        once per level)."""
+        while len(self.chunks) >= MERGE:
+            tail = self.chunks[-MERGE:]
+            sizes = [e - s for s, e in tail]
+            if max(sizes) > 8 * max(min(sizes), 1) and len(self.chunks) < 2 * MERGE:
+                return
+            start, end = tail[0][0], tail[-1][1]
+            with open(self.p.files.data_path, "rb") as f:
+                f.seek(start)
+                data = f.read(end - start)
+            self.blobs.put(f"{self.prefix}/{chunk_name(start, end)}", data, create=True)
+            self.chunks[-MERGE:] = [(start, end)]
+            for s, e in tail:
+                self.blobs.delete(f"{self.prefix}/{chunk_name(s, e)}")
+
+    def _clean_spool(self) -> None:
+        """Everything is in the store: the spool copy of this process goes (and the run's folder with
+        its last process)."""
+        files = self.p.files
+        try:
+            for path in (files.data_path, files.proc_path, files.end_path):
+                path.unlink(missing_ok=True)
+            for rel in self.p.media:
+                (files.run_dir / rel).unlink(missing_ok=True)
+            others = [e for e in os.listdir(files.run_dir) if e != layout.RUN_JSON and e != layout.MEDIA_DIR]
+            if not others:
+                shutil.rmtree(files.run_dir, ignore_errors=True)
+        except OSError:
+            pass
+
+
+class _Nothing:
+    def run_json(self) -> None:
+        return None

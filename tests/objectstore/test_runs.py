@@ -254,3 +254,31 @@ def test_memory_urls_take_the_same_generic_path(monkeypatch: pytest.MonkeyPatch)
             t.log({"loss": math.exp(-step / 10)}, step=step)
     (run,) = list_runs(dir=url)
     assert (run.name, run.state, len(run.series("loss"))) == ("mem", "finished", 50)
+
+
+def test_gs_and_az_urls_open_obstore_clients_and_its_code_path_runs_a_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """GCS and Azure: the URLs build obstore's own clients (nothing is sent: no service or emulator of
+    either runs here), and a whole run goes through obstore's client code (put-if-absent, listing,
+    ranged reads) with its in-memory store behind the same ``ObjectStore``."""
+    from obstore.store import AzureStore, GCSStore, MemoryStore
+
+    from tunetrack.store import blobs, open_store, remote
+    from tunetrack.store.remote import ObjectStore
+
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "devaccount")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "a2V5")
+    assert isinstance(blobs.open_blobs("gs://bucket/runs")._store, GCSStore)  # type: ignore[attr-defined]
+    assert isinstance(blobs.open_blobs("az://container/runs")._store, AzureStore)  # type: ignore[attr-defined]
+    assert isinstance(open_store("gs://bucket/runs"), ObjectStore)
+
+    memory = blobs.ObstoreBlobs("gs://bucket/runs", store=MemoryStore())
+    monkeypatch.setattr(remote, "open_blobs", lambda url: memory)
+    with Tracker(dir="gs://bucket/runs", name="gcs", system=False, upload_interval=0.2) as t:
+        for step in range(1, 41):
+            t.log({"loss": 1.0 / step}, step=step)
+    assert not memory.put(f"{t.id}/run.json", b"{}", create=True)  # created once, never again
+    (run,) = list_runs(dir="gs://bucket/runs")
+    assert (run.id, run.state) == (t.id, "finished")
+    assert open_run(t.id, dir="gs://bucket/runs").series("loss").steps.tolist() == list(range(1, 41))

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..metric_keys import LOSS_LIKE
 from .as_json import run_json
-from .find import load, open_run, store_at
+from .find import find_run, load, store_at
 from .run import Run
 
 #: A run without an end record turns ``crashed`` without writing anything: look at it again this often.
@@ -27,7 +27,7 @@ class Catalog:
     """Parsed runs (least recently used dropped past ``size``) and the runs table's rows."""
 
     def __init__(self, dir: str | os.PathLike[str] | None, size: int = 64) -> None:
-        self.dir = dir
+        self.store = store_at(dir)  # one client for the catalog's life (an object store's connections)
         self.size = size
         self._runs: OrderedDict[str, tuple[tuple, float, Run]] = OrderedDict()
         #: one row per run; small, so every run of the store fits
@@ -36,25 +36,26 @@ class Catalog:
 
     def open(self, ref: str) -> Run:
         """The run named by ``ref`` (id, id prefix or name), refreshed if its files changed."""
-        return self._fresh(open_run(ref, dir=self.dir))
+        return self._fresh(find_run(self.store, ref))
 
     def _fresh(self, run: Run) -> Run:
         """The cached ``Run`` of ``run``'s id (``run`` itself the first time), brought up to date."""
-        sig, now = run.folder.signature(), time.monotonic()
         with self._lock:
             hit = self._runs.get(run.id)
+        if hit is not None:
+            run = hit[2]
+        sig, now = run.folder.signature(), time.monotonic()  # looked at afresh
+        with self._lock:
             stale = hit is not None and (
                 sig != hit[0] or (now - hit[1] >= RECHECK and hit[2].state == "running")
             )
-            if hit is not None:
-                run = hit[2]
             if hit is None or stale:
                 self._runs[run.id] = (sig, now, run)
             self._runs.move_to_end(run.id)
             while len(self._runs) > self.size:
                 self._runs.popitem(last=False)
         if stale:
-            run.refresh()
+            run._forget()
         return run
 
     def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
@@ -66,7 +67,7 @@ class Catalog:
         An ended run's row is kept while its stamp (its folder's mtime) is unchanged: its files change
         only by being created or renamed into place (a resumed run adds files). So a table of 1,000
         ended runs costs one listing of the store."""
-        store = store_at(self.dir)
+        store = self.store
         now = time.monotonic()
         rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
         stamp: Any

@@ -46,7 +46,11 @@ def list_runs(
 
 def open_run(ref: str, dir: str | os.PathLike[str] | None = None) -> Run:
     """A run by id, unique id prefix, or unique name."""
-    store = store_at(dir)
+    return find_run(store_at(dir), ref)
+
+
+def find_run(store: Store, ref: str) -> Run:
+    """A run of ``store`` by id, unique id prefix, or unique name."""
     if not ref:
         raise RunNotFound("an empty string names no run")
     exact = load(store, ref)

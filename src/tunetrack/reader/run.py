@@ -50,6 +50,11 @@ class Run:
         """Take in what was written since the last read: new processes, end records, appended records.
         Data is read on from where the last read stopped, so following a live run costs what it
         appended, not its whole history."""
+        self.folder.refresh()
+        self._forget()
+
+    def _forget(self) -> None:
+        """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
         with self._lock:
             self._merged = None
             for name in ("_processes", "_listed", "_status", "config"):

@@ -93,7 +93,6 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
     if source is None:
         return
     run_json = source.run_json() or {"id": run_id}
-    dst.create_run(run_id, {k: v for k, v in run_json.items() if k != "writer"})
     target = dst.run(run_id)
     held = set(target.processes()) if target is not None else set()
     media = [rel for rel in source.media() if target is None or rel not in set(target.media())]
@@ -107,6 +106,7 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
         if end is not None and target is not None and target.process_end(proc) == end:
             end = None
         copy = ProcessCopy(
+            run={k: v for k, v in run_json.items() if k != "writer"},
             meta=source.process_meta(proc) if proc not in held else None,
             start=have,
             data=data,

@@ -67,6 +67,10 @@ class RunFolder(Protocol):
         """Changes whenever a process of the run writes, ends, or starts (looked at afresh)."""
         ...
 
+    def refresh(self) -> None:
+        """Look at the run afresh next time (a store that lists a run's files once forgets them)."""
+        ...
+
     def summary(self) -> dict[str, Any] | None:
         """What the store keeps for listings (an object store's index entry), or None: then the run's
         state and last values are derived from its processes."""

@@ -26,6 +26,7 @@ from .framing import frame
 class ProcessCopy:
     """Part of a writing process, copied from one store to another (``tunetrack sync``)."""
 
+    run: dict[str, Any]  # the run's run.json (created in the destination if it has no such run)
     meta: dict[str, Any] | None
     start: int  # where ``data`` goes in the process's records: the bytes the destination already has
     data: bytes
@@ -158,6 +159,9 @@ class LocalRun:
         """Listings read a folder's own small files: no index entry."""
         return None
 
+    def refresh(self) -> None:
+        """Nothing is kept: every call looks at the folder."""
+
     def media(self) -> list[str]:
         """Every media file of the run (``media/...``)."""
         base = self.path / layout.MEDIA_DIR
@@ -220,7 +224,7 @@ class LocalStore:
         """Take in part of a process copied from another store (``tunetrack sync``): its metadata, the
         record bytes from ``copy.start`` on (this store holds the bytes before), media, its end."""
         run_dir = self.root / run_id
-        run_dir.mkdir(parents=True, exist_ok=True)
+        self.create_run(run_id, copy.run)
         meta_path = run_dir / f"{proc}{layout.PROC_SUFFIX}"
         if copy.meta is not None and not meta_path.exists():
             write_json_atomic(meta_path, copy.meta)

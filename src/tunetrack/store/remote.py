@@ -123,6 +123,7 @@ class ObjectStore:
         spool): chunks are put only if absent, so a copy racing the process's own uploader, or a
         second sync, never duplicates anything."""
         prefix = f"{run_id}/{proc}"
+        self.put_run_json(run_id, {**copy.run, "writer": uuid.uuid4().hex})
         if copy.meta is not None:
             self.blobs.put(f"{prefix}{layout.PROC_SUFFIX}", dumps(copy.meta))
         if copy.data:
@@ -137,8 +138,7 @@ class ObjectStore:
         )
         if copy.end is not None:
             self.blobs.put(f"{prefix}{layout.END_SUFFIX}", dumps(copy.end))
-        run = _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")) or {}
-        entry = index_entry(run, proc, copy.meta or {}, copy.last, copy.end, beat)
+        entry = index_entry(copy.run, proc, copy.meta or {}, copy.last, copy.end, beat)
         self.blobs.put(f"{INDEX}/{run_id}/{proc}.json", dumps(entry))
 
     def _job_key(self, job_key: str) -> str:
@@ -269,9 +269,12 @@ class RemoteRun:
             self._files = {b.key[len(prefix) :]: b for b in self.store.blobs.list_blobs(prefix)}
         return self._files
 
-    def signature(self) -> tuple[Any, ...]:
+    def refresh(self) -> None:
         self._files = None
         self._index = None  # looked at afresh: state and values from the run's own objects
+
+    def signature(self) -> tuple[Any, ...]:
+        self.refresh()
         try:
             return tuple(sorted((k, b.size, b.etag) for k, b in self._listing().items()))
         except StoreUnavailable:

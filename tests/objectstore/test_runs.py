@@ -210,14 +210,16 @@ def test_listing_costs_a_few_requests_and_a_second_look_downloads_nothing_old(
         float(i) for i in range(60)
     }
     first = proxy.count()
-    assert proxy.count("GET") <= 62  # one LIST, then each entry once (and a compact object is written)
+    # the first listing ever: the log's head, the index and the (absent) compact objects listed, each
+    # entry fetched once, and the ended entries written into one compact object
+    assert proxy.count("GET") == 60 + 4 and proxy.count("PUT") == 1, proxy.requests
     proxy.requests.clear()
     monkeypatch.setenv("TUNETRACK_CACHE", str(Path(os.environ["TUNETRACK_CACHE"]).parent / "other-machine"))
     assert len(list_runs(dir=url)) == 60
-    assert proxy.count() <= 3, proxy.requests  # another machine: a LIST and the compact object
+    assert proxy.count() == 4, proxy.requests  # another machine: the log's head, two LISTs, the compact
     proxy.requests.clear()
     assert len(list_runs(dir=url)) == 60
-    assert proxy.count() == 1, proxy.requests  # a second look: the LIST alone
+    assert proxy.count() == 1, proxy.requests  # a second look: the next log record, not there
     assert first > proxy.count()
     # a run's data: downloaded once
     run = open_run(ids[0], dir=url)
@@ -282,3 +284,42 @@ def test_gs_and_az_urls_open_obstore_clients_and_its_code_path_runs_a_run(
     (run,) = list_runs(dir="gs://bucket/runs")
     assert (run.id, run.state) == (t.id, "finished")
     assert open_run(t.id, dir="gs://bucket/runs").series("loss").steps.tolist() == list(range(1, 41))
+
+
+def test_a_warm_listing_finds_new_runs_follows_live_ones_and_a_full_one_drops_deleted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tunetrack.store import index, open_store
+    from tunetrack.store.index import announce, dumps, entry_key, index_entry
+
+    url = f"memory://listing-{time.time_ns()}/runs"
+    with Tracker(dir=url, name="a", system=False) as a:
+        a.log({"loss": 1.0}, step=1)
+    assert [r.name for r in list_runs(dir=url)] == ["a"]
+    b = Tracker(dir=url, name="b", system=False, upload_interval=0.1).start()
+    b.log({"loss": 0.5}, step=7)
+    b.flush()
+    wait_until(lambda: {r.name: r.state for r in list_runs(dir=url)}.get("b") == "running")
+    wait_until(lambda: [r.latest()["step"] for r in list_runs(dir=url) if r.name == "b"] == [7])
+    b.finish()
+    assert {r.name: r.state for r in list_runs(dir=url)} == {"a": "finished", "b": "finished"}
+    # a process on a machine whose clock is five minutes behind: its entry sorts before the newest, and
+    # is found all the same (announced in the index's log, as every writer does)
+    store = open_store(url)
+    late = index_entry(
+        {"id": "late0001", "name": "late"},
+        "h-1-1",
+        {"start": time.time() - 300},
+        None,
+        {"state": "finished", "time": time.time()},
+        time.time(),
+    )
+    late_key = entry_key("late0001", "h-1-1", time.time() - 300)
+    store.blobs.put(late_key, dumps(late))
+    announce(store.blobs, late_key)
+    assert {r.name for r in list_runs(dir=url)} == {"a", "b", "late"}
+    # a deleted run: gone once the listing looks at the whole index again
+    (key,) = [k.key for k in store.blobs.list_blobs(".index/") if f"-{a.id}-" in k.key]
+    store.blobs.delete(key)
+    monkeypatch.setattr(index, "FULL_EVERY", 0.0)
+    assert {r.name for r in list_runs(dir=url)} == {"b", "late"}

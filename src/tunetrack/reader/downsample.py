@@ -7,13 +7,18 @@ the same as with every point, and a single-step spike is always kept.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def m4(
     x: np.ndarray, y: np.ndarray, width: int, lo: float | None = None, hi: float | None = None
 ) -> np.ndarray:
     """Indices (ascending) of the points to draw for ``x`` in ``[lo, hi]``; ``x`` must be sorted."""
+    import numpy as np
+
     first = 0 if lo is None else int(np.searchsorted(x, lo, side="left"))
     stop = len(x) if hi is None else int(np.searchsorted(x, hi, side="right"))
     width = max(int(width), 1)

@@ -7,14 +7,14 @@ never deleted, so each block gets a visibility mask instead.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..store import codec
 from .records import ProcessRecords
 
 
 def apply_rewinds(merged: ProcessRecords) -> None:
     """Set each block's visibility mask and drop superseded events (rewinds themselves stay)."""
+    import numpy as np
+
     rewinds = sorted((e.time, e.step) for e in merged.events if e.kind == "rewind")
     if rewinds:
         times = np.array([t for t, _ in rewinds])

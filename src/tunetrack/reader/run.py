@@ -33,7 +33,7 @@ class Run:
         self.name: str = str(run_json.get("name") or self.id)
         self.project: str | None = run_json.get("project")
         self.tags: list[str] = list(run_json.get("tags") or [])
-        self.created: float = float(run_json.get("created", 0.0))
+        self.created: float = float(run_json.get("created") or 0.0)
         self._run_json = run_json
         self._read: dict[str, ProcessRecords] = {}  # each process's records decoded so far
         self._lock = threading.RLock()

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ..store import codec
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass
@@ -24,6 +25,8 @@ class Series:
 
 def series(blocks: list[codec.Block], key: str) -> Series:
     """Concatenate one key's visible points across blocks, in logging order."""
+    import numpy as np
+
     parts = [c for b in blocks if (c := b.column(key)) is not None]
     if not parts:
         return Series(np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, np.float64))
@@ -36,11 +39,13 @@ def series(blocks: list[codec.Block], key: str) -> Series:
 
 def py(value: Any) -> Any:
     """A NumPy scalar as the Python number it holds."""
-    return value.item() if isinstance(value, np.generic) else value
+    return value.item() if type(value).__module__ == "numpy" else value
 
 
 def summarize(s: Series) -> dict[str, Any]:
     """Last value, min and max over finite numbers, count, and the step of the last value."""
+    import numpy as np
+
     values = s.values
     numeric = (
         values
@@ -61,6 +66,8 @@ def summarize(s: Series) -> dict[str, Any]:
 
 def numeric_values(s: Series) -> np.ndarray:
     """The values as float64, with anything that is not a number (None, strings, bools) as NaN."""
+    import numpy as np
+
     if s.values.dtype != object:
         return s.values.astype(np.float64, copy=False)
     return np.array(

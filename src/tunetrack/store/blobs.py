@@ -45,8 +45,12 @@ class Blobs(Protocol):
         """The object's bytes, or None if there is none."""
         ...
 
-    def list_blobs(self, prefix: str = "") -> list[Blob]:
-        """Every object under ``prefix``, recursively."""
+    def get_with_meta(self, key: str) -> tuple[bytes, Blob] | None:
+        """The object's bytes and what a listing says of it, or None if there is none."""
+        ...
+
+    def list_blobs(self, prefix: str = "", after: str | None = None) -> list[Blob]:
+        """Every object under ``prefix``, recursively (only keys sorting after ``after``, if given)."""
         ...
 
     def list_dirs(self, prefix: str = "") -> list[str]:
@@ -124,17 +128,22 @@ class ObstoreBlobs:
         return True
 
     def get(self, key: str) -> bytes | None:
+        found = self.get_with_meta(key)
+        return found[0] if found is not None else None
+
+    def get_with_meta(self, key: str) -> tuple[bytes, Blob] | None:
         try:
-            return bytes(self._obs.get(self._store, key).bytes())
+            result = self._obs.get(self._store, key)
+            return bytes(result.bytes()), _blob(result.meta)
         except (self._errors.NotFoundError, FileNotFoundError):
             return None
         except Exception as exc:
             raise self._fail("reading", key, exc) from None
 
-    def list_blobs(self, prefix: str = "") -> list[Blob]:
+    def list_blobs(self, prefix: str = "", after: str | None = None) -> list[Blob]:
         try:
             out = []
-            for batch in self._obs.list(self._store, prefix or None):
+            for batch in self._obs.list(self._store, prefix or None, offset=after):
                 out += [_blob(meta) for meta in batch]
             return out
         except Exception as exc:
@@ -211,6 +220,13 @@ class FsspecBlobs:
         except Exception as exc:
             raise StoreUnavailable(f"reading {self.url}/{key} failed: {_one_line(exc)}") from None
 
+    def get_with_meta(self, key: str) -> tuple[bytes, Blob] | None:
+        data = self.get(key)
+        if data is None:
+            return None
+        found = [b for b in self._walk(key) if b.key == key]
+        return (data, found[0]) if found else None
+
     def _walk(self, prefix: str) -> Iterator[Blob]:
         base = self._path(prefix.rstrip("/")) if prefix else self._root
         try:
@@ -224,9 +240,9 @@ class FsspecBlobs:
                 mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
                 yield Blob(key, int(info.get("size") or 0), mtime, str(info.get("size")) + f"-{mtime}")
 
-    def list_blobs(self, prefix: str = "") -> list[Blob]:
+    def list_blobs(self, prefix: str = "", after: str | None = None) -> list[Blob]:
         try:
-            return [*self._walk(prefix)]
+            return [b for b in self._walk(prefix) if after is None or b.key > after]
         except Exception as exc:
             raise StoreUnavailable(f"listing {self.url}/{prefix} failed: {_one_line(exc)}") from None
 

@@ -1,25 +1,88 @@
-"""What listings read of a run in object storage: one small index object per writing process,
-rewritten at every upload (its time is also the process's heartbeat), and compact objects that hold
-many ended entries at once.
+"""What listings read of runs in object storage, and how a reader keeps its view of them current with
+a few requests.
 
-``.index/<run id>/<proc>.json`` and ``.index/_compact/<time>.json``, relative to the store's URL.
+Each writing process has one small index entry, rewritten at every upload (so its time is also the
+process's heartbeat): ``.index/<process start ms>-<run id>-<proc>.json``. A new entry (a new process:
+a new run, a resume, another node) is also announced in an append-only log, ``.index-log/<n>.json``,
+whose records are created only if absent, so two writers can never take the same number. A reader
+that has looked once reads the log from where it stopped (one GET that finds nothing, when nothing
+started) and fetches again only the entries of processes that were still running: a warm listing of a
+thousand runs is a request or two, and a GET per live process, whatever the size of the bucket. Every
+``FULL_EVERY`` seconds it lists the whole index again (runs deleted, entries of long-dead processes
+rewritten by a late ``tunetrack sync``). Ended entries never change: a reader that fetched many of them
+writes them into one compact object (``.index-compact/<time>.json``), so the next reader on another
+machine fetches one object instead of one per run.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
+from .blobs import Blobs, StoreUnavailable
+from .cache import ObjectCache
+
 INDEX = ".index"
-COMPACT = f"{INDEX}/_compact"
+COMPACT = ".index-compact"
+LOG = ".index-log"
+LOG_HEAD = f"{LOG}/head.json"  # a hint: the next free number, or less (writers race to update it)
+#: seconds between two full listings of the index
+FULL_EVERY = 600.0
+#: a process whose entry is older than this is not fetched again between full listings: it ended,
+#: or it died long ago
+RECHECK_FOR = 3600.0
+#: ended entries fetched one by one before a listing writes a compact object of them all
+COMPACT_AFTER = 50
+#: concurrent GETs when a listing fetches many entries
+FETCHERS = 16
+_STATE = "~listing.json"  # in the reader's cache (no object key starts with "~")
 
 
 def dumps(data: Any) -> bytes:
     return json.dumps(data, allow_nan=True, default=str).encode()
 
 
+def loads(data: bytes | None) -> dict[str, Any] | None:
+    if data is None:
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 #: what an index entry keeps of a process's metadata
 _ENTRY_META = ("host", "pid", "role", "rank", "start", "upload_interval", "resumed")
+
+
+def log_key(n: int) -> str:
+    return f"{LOG}/{n:012d}.json"
+
+
+def announce(blobs: Blobs, key: str) -> None:
+    """Append ``key`` (a new or rewritten entry) to the index's log: readers find it without listing."""
+    head = loads(blobs.get(LOG_HEAD)) or {}
+    n = int(head.get("next") or 0)
+    while not blobs.put(log_key(n), dumps({"key": key}), create=True):
+        n += 1  # taken by another writer (or the hint was behind)
+    blobs.put(LOG_HEAD, dumps({"next": n + 1}))
+
+
+def entry_key(run_id: str, proc: str, start: float) -> str:
+    return f"{INDEX}/{int(start * 1000):013d}-{run_id}-{proc}.json"
+
+
+def run_of(key: str) -> str | None:
+    """The run id an entry key names."""
+    name = key[len(INDEX) + 1 :]
+    parts = name.split("-", 2)
+    return parts[1] if len(parts) == 3 and parts[0].isdigit() and name.endswith(".json") else None
 
 
 def index_entry(
@@ -42,3 +105,150 @@ def index_entry(
         "beat": beat,
         "upload": upload,
     }
+
+
+@dataclass
+class Entry:
+    key: str
+    etag: str | None
+    mtime: float
+    body: dict[str, Any]
+
+    @property
+    def ended(self) -> bool:
+        return self.body.get("end") is not None
+
+
+class Listing:
+    """One reader's view of a store's index, kept current (and on disk between commands)."""
+
+    def __init__(self, blobs: Blobs, cache: ObjectCache) -> None:
+        self.blobs, self.cache = blobs, cache
+        self._lock = threading.Lock()
+        self._entries: dict[str, Entry] | None = None
+        self._full_at = 0.0
+        self._log_next = 0  # the first log record this reader has not read
+
+    def runs(self) -> dict[str, list[Entry]]:
+        """Every run with an index entry: ``run id -> its processes' entries``."""
+        with self._lock:
+            if self._entries is None:
+                self._load()
+            assert self._entries is not None
+            if not self._entries or time.time() - self._full_at > FULL_EVERY:
+                self._full()
+            else:
+                self._since_last_look()
+            out: dict[str, list[Entry]] = {}
+            for entry in self._entries.values():
+                run_id = run_of(entry.key)
+                if run_id is not None:
+                    out.setdefault(run_id, []).append(entry)
+            return out
+
+    # -- the two ways of looking -------------------------------------------------------------------
+    def _full(self) -> None:
+        assert self._entries is not None
+        self._log_next = int((loads(self.blobs.get(LOG_HEAD)) or {}).get("next") or 0)
+        listed = [b for b in self.blobs.list_blobs(f"{INDEX}/") if run_of(b.key) is not None]
+        compact = self._compact() if not self._entries else {}
+        known, fetch = {}, []
+        for blob in listed:
+            held = self._entries.get(blob.key)
+            if held is not None and held.etag == blob.etag:
+                held.mtime = blob.mtime
+                known[blob.key] = held
+            elif (body := compact.get(blob.key)) is not None and body.get("etag") == blob.etag:
+                known[blob.key] = Entry(blob.key, blob.etag, blob.mtime, body["body"])
+            else:
+                fetch.append(blob.key)
+        fetched = self._fetch(fetch)
+        self._entries = {**known, **fetched}
+        self._full_at = time.time()
+        self._save()
+        if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
+            self._write_compact()
+
+    def _since_last_look(self) -> None:
+        """The entries announced since the last look, and those of processes that were still live."""
+        assert self._entries is not None
+        announced = []
+        while (record := loads(self.blobs.get(log_key(self._log_next)))) is not None:
+            announced.append(str(record.get("key")))
+            self._log_next += 1
+        now = time.time()
+        fetch = [k for k in announced if run_of(k) is not None]
+        fetch += [e.key for e in self._entries.values() if not e.ended and now - e.mtime < RECHECK_FOR]
+        fetch = list(dict.fromkeys(fetch))
+        fetched = self._fetch(fetch)
+        for key in fetch:
+            if key in fetched:
+                self._entries[key] = fetched[key]
+            else:
+                self._entries.pop(key, None)  # deleted
+        if fetch:
+            self._save()
+
+    def _fetch(self, keys: list[str]) -> dict[str, Entry]:
+        if not keys:
+            return {}
+
+        def get(key: str) -> Entry | None:
+            found = self.blobs.get_with_meta(key)
+            if found is None:
+                return None
+            data, blob = found
+            body = loads(data)
+            return Entry(key, blob.etag, blob.mtime, body) if body is not None else None
+
+        with ThreadPoolExecutor(min(FETCHERS, len(keys))) as pool:
+            return {e.key: e for e in pool.map(get, keys) if e is not None}
+
+    # -- compact objects and the reader's state ---------------------------------------------------
+    def _compact(self) -> dict[str, Any]:
+        try:
+            names = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
+            if not names:
+                return {}
+            data = self.cache.get(names[-1]) or self.blobs.get(names[-1])
+        except StoreUnavailable:
+            return {}
+        body = loads(data)
+        if body is None:
+            return {}
+        self.cache.put(names[-1], data or b"")
+        return body.get("entries") or {}
+
+    def _write_compact(self) -> None:
+        """One object holding every ended entry (they no longer change). Best effort: a reader with
+        read-only credentials simply does not write one."""
+        assert self._entries is not None
+        held = {e.key: {"etag": e.etag, "body": e.body} for e in self._entries.values() if e.ended}
+        try:
+            old = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
+            self.blobs.put(
+                f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
+                dumps({"entries": held}),
+            )
+            for key in old[:-1]:  # keep the one other readers may be fetching right now
+                self.blobs.delete(key)
+        except StoreUnavailable:
+            pass
+
+    def _load(self) -> None:
+        state = loads(self.cache.get(_STATE)) or {}
+        self._full_at = float(state.get("full_at") or 0.0)
+        self._log_next = int(state.get("log_next") or 0)
+        self._entries = {
+            key: Entry(key, etag, float(mtime), body)
+            for key, (etag, mtime, body) in (state.get("entries") or {}).items()
+        }
+
+    def _save(self) -> None:
+        assert self._entries is not None
+        entries = {e.key: [e.etag, e.mtime, e.body] for e in self._entries.values()}
+        state = {"full_at": self._full_at, "log_next": self._log_next, "entries": entries}
+        self.cache.put(_STATE, dumps(state))
+
+
+__all__ = ["Entry", "Listing", "announce", "dumps", "entry_key", "index_entry", "loads", "run_of"]

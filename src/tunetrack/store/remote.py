@@ -9,24 +9,21 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/<proc>/<start>-<end>.ttr                  bytes [start, end) of <proc>'s records
     <run id>/<proc>.beat                               rewritten at every upload: the heartbeat
     <run id>/media/...                                 images
-    .index/<run id>/<proc>.json                        what listings show (rewritten at every upload)
-    .index/_compact/<time>.json                        many ended entries in one object
+    .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
+    .index-compact/<time>.json                         many ended entries in one object
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),
-keep them in a local cache (they never change), and list a store from its index: one LIST for a
-thousand runs, plus a GET only for entries that changed since the last look.
+keep them in a local cache (they never change), and list a store from its index (``index.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import settings
@@ -34,13 +31,9 @@ from . import layout
 from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
 from .chunks import chunk_name, cover, parse_chunk
-from .index import COMPACT, INDEX, dumps, index_entry
+from .index import Entry, Listing, announce, dumps, entry_key, index_entry, loads
 from .spool import spool_for
 
-#: ended index entries fetched one by one before a listing writes a compact object of them all
-COMPACT_AFTER = 50
-#: concurrent GETs when a listing fetches many index entries
-FETCHERS = 16
 #: how long ``start()`` waits for the store (creating the run, publishing a job): a store that is down
 #: or slow must not hold training up; the uploader does the rest once the store answers
 START_WAIT = 3.0
@@ -61,16 +54,6 @@ def _within(seconds: float, fn: Any, default: Any) -> Any:
     return box[0] if box else default
 
 
-def _json(data: bytes | None) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 class ObjectStore:
     """A run store at an object-store URL (``s3://bucket/prefix``)."""
 
@@ -79,7 +62,8 @@ class ObjectStore:
         self.blobs = blobs if blobs is not None else open_blobs(self.url)
         self.cache = ObjectCache(self.url)
         self.upload_interval = settings.upload_interval(upload_interval)
-        self._index: dict[str, list[tuple[Blob, dict[str, Any]]]] = {}  # run id -> its index entries
+        self.listing = Listing(self.blobs, self.cache)
+        self._index: dict[str, list[Entry]] = {}  # run id -> its processes' index entries, as last listed
         self._lock = threading.Lock()
 
     def __str__(self) -> str:
@@ -104,7 +88,7 @@ class ObjectStore:
         try:
             return self.blobs.put(key, dumps(body), create=True)
         except StoreUnavailable:
-            existing = _json(self.blobs.get(key))
+            existing = loads(self.blobs.get(key))
             if existing is None:
                 raise
             return existing.get("writer") == body.get("writer")
@@ -114,7 +98,7 @@ class ObjectStore:
 
         spool = spool_for(self.url)
         if spool.run(run_id) is None:  # another node's process, or a resume on another machine
-            body = _within(START_WAIT, lambda: _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")), None)
+            body = _within(START_WAIT, lambda: loads(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")), None)
             spool.create_run(run_id, body or {"id": run_id})
         return UploadingProcess(self, run_id, proc, meta)
 
@@ -139,7 +123,10 @@ class ObjectStore:
         if copy.end is not None:
             self.blobs.put(f"{prefix}{layout.END_SUFFIX}", dumps(copy.end))
         entry = index_entry(copy.run, proc, copy.meta or {}, copy.last, copy.end, beat)
-        self.blobs.put(f"{INDEX}/{run_id}/{proc}.json", dumps(entry))
+        start = float((copy.meta or {}).get("start") or beat)
+        key = entry_key(run_id, proc, start)
+        self.blobs.put(key, dumps(entry))
+        announce(self.blobs, key)
 
     def _job_key(self, job_key: str) -> str:
         return f"{layout.JOBS_DIR}/{hashlib.sha1(job_key.encode()).hexdigest()[:20]}.json"
@@ -156,7 +143,7 @@ class ObjectStore:
         deadline, wait = time.monotonic() + timeout, 0.5
         while time.monotonic() < deadline:
             try:
-                data = _json(self.blobs.get(self._job_key(job_key)))
+                data = loads(self.blobs.get(self._job_key(job_key)))
             except StoreUnavailable:
                 data = None
             if data and float(data.get("created", 0)) >= not_before - TOLERANCE and data.get("run_id"):
@@ -173,74 +160,18 @@ class ObjectStore:
         listed = self._index.get(run_id)
         if listed:
             return RemoteRun(self, run_id, listed)
-        run_json = _json(self.blobs.get(f"{run_id}/{layout.RUN_JSON}"))
+        run_json = loads(self.blobs.get(f"{run_id}/{layout.RUN_JSON}"))
         return RemoteRun(self, run_id, None, run_json) if run_json is not None else None
 
     def entries(self) -> list[tuple[str, Any]]:
-        """Every run with an index entry: one LIST of the index (a page per thousand entries), the
-        newest compact object, and a GET for each entry that changed since it was last read here."""
-        blobs = self.blobs.list_blobs(f"{INDEX}/")
-        compacts = sorted(b.key for b in blobs if b.key.startswith(f"{COMPACT}/"))
-        compact = self._compact(compacts[-1]) if compacts else {}
-        entries = [b for b in blobs if not b.key.startswith(f"{COMPACT}/") and b.key.endswith(".json")]
-        bodies: dict[str, dict[str, Any]] = {}
-        missing: list[Blob] = []
-        for blob in entries:
-            held = compact.get(blob.key)
-            if held is not None and held.get("etag") == blob.etag:
-                bodies[blob.key] = held["body"]
-            elif (cached := _json(self.cache.get(blob.key, blob.etag or str(blob.mtime)))) is not None:
-                bodies[blob.key] = cached
-            else:
-                missing.append(blob)
-        if missing:
-            with ThreadPoolExecutor(min(FETCHERS, len(missing))) as pool:
-                for blob, data in zip(missing, pool.map(lambda b: self.blobs.get(b.key), missing)):
-                    body = _json(data)
-                    if body is not None:
-                        bodies[blob.key] = body
-                        self.cache.put(blob.key, data or b"", blob.etag or str(blob.mtime))
-        index: dict[str, list[tuple[Blob, dict[str, Any]]]] = {}
-        for blob in entries:
-            if blob.key in bodies:
-                run_id = blob.key[len(INDEX) + 1 :].split("/", 1)[0]
-                index.setdefault(run_id, []).append((blob, bodies[blob.key]))
+        """Every run with an index entry (``index.Listing``: a short LIST and a GET per live process
+        once this machine has looked before). The stamp changes when any of the run's entries does."""
+        index = self.listing.runs()
         with self._lock:
             self._index = index
-        fetched_ended = sum(1 for b in missing if (bodies.get(b.key) or {}).get("end") is not None)
-        if fetched_ended >= COMPACT_AFTER:
-            self._write_compact(entries, bodies, compacts)
-        return [(run_id, tuple(sorted((b.key, b.etag) for b, _ in items))) for run_id, items in index.items()]
-
-    def _compact(self, key: str) -> dict[str, Any]:
-        data = self.cache.get(key)
-        if data is None:
-            try:
-                data = self.blobs.get(key)
-            except StoreUnavailable:
-                data = None
-            if data is not None:
-                self.cache.put(key, data)
-        body = _json(data)
-        return body.get("entries", {}) if body else {}
-
-    def _write_compact(self, entries: list[Blob], bodies: dict[str, dict[str, Any]], old: list[str]) -> None:
-        """One object holding every ended entry (they no longer change), so the next reader on another
-        machine fetches one object instead of one per run. Best effort."""
-        held = {
-            b.key: {"etag": b.etag, "body": bodies[b.key]}
-            for b in entries
-            if b.key in bodies and bodies[b.key].get("end") is not None
-        }
-        try:
-            self.blobs.put(
-                f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
-                dumps({"entries": held}),
-            )
-            for key in old[:-1]:  # keep the one readers may be fetching right now
-                self.blobs.delete(key)
-        except StoreUnavailable:
-            pass
+        return [
+            (run_id, tuple(sorted((e.key, e.etag) for e in entries))) for run_id, entries in index.items()
+        ]
 
 
 class RemoteRun:
@@ -251,7 +182,7 @@ class RemoteRun:
         self,
         store: ObjectStore,
         run_id: str,
-        index: list[tuple[Blob, dict[str, Any]]] | None = None,
+        index: list[Entry] | None = None,
         run_json: dict[str, Any] | None = None,
     ) -> None:
         self.store, self.run_id = store, run_id
@@ -296,9 +227,9 @@ class RemoteRun:
     def run_json(self) -> dict[str, Any] | None:
         if self._run_json is None:
             if self._index:
-                self._run_json = dict(self._index[0][1].get("run") or {})
+                self._run_json = dict(self._index[0].body.get("run") or {})
             else:
-                self._run_json = _json(self.store.blobs.get(f"{self.run_id}/{layout.RUN_JSON}"))
+                self._run_json = loads(self.store.blobs.get(f"{self.run_id}/{layout.RUN_JSON}"))
         return self._run_json
 
     def where(self, proc: str) -> str:
@@ -309,10 +240,10 @@ class RemoteRun:
         return sorted(name for name in names if name is not None)
 
     def process_meta(self, proc: str) -> dict[str, Any] | None:
-        return _json(self._get(f"{proc}{layout.PROC_SUFFIX}"))
+        return loads(self._get(f"{proc}{layout.PROC_SUFFIX}"))
 
     def process_end(self, proc: str) -> dict[str, Any] | None:
-        return _json(self._get(f"{proc}{layout.END_SUFFIX}"))
+        return loads(self._get(f"{proc}{layout.END_SUFFIX}"))
 
     def _chunks(self, proc: str) -> list[tuple[int, int]]:
         prefix = f"{proc}/"
@@ -342,7 +273,7 @@ class RemoteRun:
     def heartbeat(self, proc: str) -> float | None:
         """The time its last upload wrote into its beat object (a process copied later by ``tunetrack
         sync`` keeps the time it was last alive), else when its metadata was written."""
-        beat = _json(self._get(f"{proc}{layout.BEAT_SUFFIX}"))
+        beat = loads(self._get(f"{proc}{layout.BEAT_SUFFIX}"))
         if beat is not None and isinstance(beat.get("time"), (int, float)):
             return float(beat["time"])
         blob = self._listing().get(f"{proc}{layout.PROC_SUFFIX}")
@@ -355,13 +286,13 @@ class RemoteRun:
             return None
         processes = [
             {
-                "name": body.get("proc"),
-                "meta": body.get("meta") or {},
-                "end": body.get("end"),
-                "beat": min(blob.mtime, float(body.get("beat") or blob.mtime)),
-                "last": body.get("last"),
+                "name": e.body.get("proc"),
+                "meta": e.body.get("meta") or {},
+                "end": e.body.get("end"),
+                "beat": min(e.mtime, float(e.body.get("beat") or e.mtime)),
+                "last": e.body.get("last"),
             }
-            for blob, body in self._index
+            for e in self._index
         ]
         return {"processes": processes}
 

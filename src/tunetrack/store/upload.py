@@ -26,7 +26,7 @@ from .._warnings import warn_once
 from . import layout
 from .blobs import StoreUnavailable
 from .chunks import chunk_name, cover, parse_chunk
-from .index import INDEX, dumps, index_entry
+from .index import announce, dumps, entry_key, index_entry
 from .layout import BEAT_SUFFIX
 from .local import ProcessFiles
 from .spool import spool_for
@@ -94,6 +94,7 @@ class Uploader(threading.Thread):
         self.sent_media = 0
         self.run_created = False
         self.meta_sent = False
+        self.announced = False
         self.failures = 0
         self.lag_since: float | None = None  # when the oldest unsent flush was not sent
         self.max_lag = 0.0
@@ -182,7 +183,11 @@ class Uploader(threading.Thread):
             self.blobs.put(f"{self.prefix}{layout.END_SUFFIX}", dumps(end))
         run = (p.spool.run(p.run_id) or _Nothing()).run_json() or {}
         entry = index_entry(run, p.proc, p.meta, p.last, end, now, self.stats())
-        self.blobs.put(f"{INDEX}/{p.run_id}/{p.proc}.json", dumps(entry))
+        key = entry_key(p.run_id, p.proc, float(p.meta.get("start") or now))
+        self.blobs.put(key, dumps(entry))
+        if not self.announced:  # readers learn of the new process from the index's log
+            announce(self.blobs, key)
+            self.announced = True
 
     def _send_chunk(self, start: int, end: int) -> None:
         with open(self.p.files.data_path, "rb") as f:

@@ -188,12 +188,14 @@ OBJECTSTORE_TEST_PACKAGES = ["moto[s3]==5.2.5", "flask==3.1.3", "flask-cors==6.0
 @nox.session(python="3.11")
 def objectstore(session: nox.Session) -> None:
     """Runs in object storage: tests against moto's S3 server through the client that talks to AWS,
-    a fault proxy in front of it, fsspec's memory://, and the dashboard over a bucket in Chromium."""
+    a fault proxy in front of it, fsspec's memory://, and the dashboard over a bucket in Chromium; then
+    benchmarks/objectstore_bench.py in quick mode, TensorBoard beside it (pytest arguments go after --)."""
     _env(session)
     session.env["TUNETRACK_OBJECTSTORE_TESTS"] = "1"  # a missing package is an error, never a skip
     _chromium(session)
-    session.install("-e", ".[test,s3,ui]", *OBJECTSTORE_TEST_PACKAGES, "playwright", "httpx")
+    session.install("-e", ".[test,s3,ui]", *OBJECTSTORE_TEST_PACKAGES, "playwright", "httpx", "tensorboard")
     _pytest(session, "objectstore", "tests/objectstore")
+    session.run("python", "benchmarks/objectstore_bench.py", "--quick")
 
 
 @nox.session(python="3.11")

@@ -44,14 +44,23 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     # the modern Hugging Face stack: Transformers Trainer, TRL (SFT/DPO/GRPO), Accelerate, Optuna trials
     "hf": (
         "tests/e2e/hf",
-        ["transformers==5.23.*", "accelerate==1.15.*", "trl==1.16.*", "peft", "datasets", "optuna", "pillow"],
+        [
+            "transformers==5.23.*",
+            "accelerate==1.15.*",
+            "trl==1.16.*",
+            "peft",
+            "datasets",
+            "optuna",
+            "pillow",
+            "tensorboard",  # the tensorboard backend, read back with TensorBoard's own reader
+        ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)
     "acc110": ("tests/e2e/acc110", ["accelerate==1.10.*", "pillow"]),
     # torchtune 0.6.1 breaks with torchao >= 0.16
     "torchtune": (
         "tests/e2e/torchtune",
-        ["torchtune==0.6.1", "torchao==0.15.0", "transformers", "sentencepiece"],
+        ["torchtune==0.6.1", "torchao==0.15.0", "transformers", "sentencepiece", "tensorboard"],
     ),
     # DDPO/AlignProp exist only up to TRL 0.23.1; they log through Accelerate
     "ddpo": ("tests/e2e/ddpo", ["trl==0.23.1", "diffusers", "transformers", "accelerate", "peft", "pillow"]),
@@ -100,8 +109,11 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The core: tracker, writer, store, reader, config, system metrics, CLI, packaging (no training)."""
     _env(session)
-    # transformers and peft: config capture of their config classes; hatchling: the wheel-build test
-    _install_core(session, "numpy", "transformers", "peft", "hatchling")
+    # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
+    # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point
+    _install_core(
+        session, "numpy", "transformers", "peft", "hatchling", "tensorboard", "-e", "examples/backend_package"
+    )
     _pytest(
         session,
         "tests",

@@ -78,3 +78,9 @@ def upload_timeout() -> float:
     """How long ``finish()`` waits for the last upload (``$TUNETRACK_UPLOAD_TIMEOUT``, else 30 s);
     what is left waits in the spool for ``tunetrack sync``."""
     return _float("TUNETRACK_UPLOAD_TIMEOUT", 30.0)
+
+
+def backends(names: object = None) -> object:
+    """The backends to mirror runs into: the argument, else ``$TUNETRACK_BACKENDS`` (comma-separated
+    names), else none."""
+    return names if names is not None else os.environ.get("TUNETRACK_BACKENDS")

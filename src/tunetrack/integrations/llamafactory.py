@@ -5,7 +5,7 @@
 
 A callback alone sees only ``TrainingArguments``; this wrapper also records LLaMA Factory's own
 argument groups (model, data, finetuning, generating) and the raw YAML/CLI arguments. Overrides that
-start with ``tunetrack.`` (``project``, ``name``, ``dir``, ``tags``) configure the run and are removed
+start with ``tunetrack.`` (``project``, ``name``, ``dir``, ``tags``, ``backends``) configure the run and are removed
 before LLaMA Factory sees the arguments. (``llamafactory-cli train`` on several GPUs re-executes
 itself under torchrun without our callback, hence the ``torchrun -m`` form.)
 """
@@ -21,7 +21,7 @@ from .._warnings import warn_once
 from .transformers import TunetrackCallback
 
 USAGE = "usage: python -m tunetrack.integrations.llamafactory train CONFIG.yaml [key=value ...] [tunetrack.KEY=VALUE ...]"
-OPTIONS = ("project", "name", "dir", "tags")
+OPTIONS = ("project", "name", "dir", "tags", "backends")
 
 
 def split_options(argv: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
@@ -31,7 +31,7 @@ def split_options(argv: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
         key, sep, value = arg.partition("=")
         if sep and key.startswith("tunetrack.") and key[len("tunetrack.") :] in OPTIONS:
             name = key[len("tunetrack.") :]
-            options[name] = [t for t in value.split(",") if t] if name == "tags" else value
+            options[name] = [t for t in value.split(",") if t] if name in ("tags", "backends") else value
         elif key.startswith("tunetrack."):
             raise SystemExit(f"unknown option {key!r}; tunetrack options are {', '.join(OPTIONS)}")
         else:
@@ -75,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         name=options.get("name"),
         dir=options.get("dir"),
         tags=options.get("tags"),
+        backends=options.get("backends"),
         config=config,
     )
     run_exp(args=args, callbacks=[callback])  # a fresh list: run_exp appends its own callbacks to it

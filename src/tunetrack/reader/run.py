@@ -249,14 +249,15 @@ class Run:
         """Per key: last value, min and max over finite numbers, count and the step of the last value."""
         out = {key: summarize(self.series(key)) for key in self.keys()}
         dropped = sum(int((p.end or {}).get("counters", {}).get("dropped_rows", 0)) for p in self._processes)
-        if dropped:
-            out["tunetrack/dropped_rows"] = {
-                "last": dropped,
-                "min": dropped,
-                "max": dropped,
-                "step": self.last_step,
-                "count": 1,
-            }
+        missed: dict[str, int] = {}
+        for p in self._processes:
+            for name, stats in ((p.end or {}).get("backends") or {}).items():
+                missed[name] = missed.get(name, 0) + int((stats or {}).get("missed_rows") or 0)
+        counts = {"tunetrack/dropped_rows": dropped}
+        counts.update({f"tunetrack/backend_missed/{name}": n for name, n in missed.items()})
+        for key, count in counts.items():
+            if count:  # what could not be kept (or sent), next to the metrics
+                out[key] = {"last": count, "min": count, "max": count, "step": self.last_step, "count": 1}
         return out
 
     def texts(self, key: str | None = None) -> list[dict[str, Any]]:

@@ -62,7 +62,7 @@ class Tracker:
         tags: Sequence[str] | None = None,
         resume: str | None = None,
         resume_step: int | None = None,
-        backends: Sequence[Backend] | None = None,
+        backends: Sequence[Backend | str] | str | None = None,
         store: bool = True,
         strict: bool = False,
         all_ranks: bool = False,
@@ -74,6 +74,7 @@ class Tracker:
         system_sources: Sequence[Any] | None = None,
         health: bool | HealthConfig = True,
         upload_interval: float | None = None,
+        backend_timeout: float = 5.0,
     ) -> None:
         self.project = project
         self.name = name
@@ -83,7 +84,8 @@ class Tracker:
         self._initial_config = config
         self._resume = resume
         self._resume_step = resume_step
-        self._backends = list(backends or [])
+        self._backend_specs = backends
+        self._backend_timeout = backend_timeout
         self._use_store = store
         self._all_ranks = all_ranks
         self._flush_interval = flush_interval
@@ -185,6 +187,22 @@ class Tracker:
             if self._resume_step is not None:
                 self.rewind(self._resume_step)
 
+    def _resolve_backends(self) -> list[Backend]:
+        """Backends given as instances or by name (``TUNETRACK_BACKENDS`` when none are given). A name
+        nothing provides is warned about once and skipped: training goes on (``strict`` raises)."""
+        from ..backends import registry
+
+        specs = settings.backends(self._backend_specs)
+        out = []
+        for spec in registry.names(specs) if isinstance(specs, str) else list(specs or []):  # type: ignore[call-overload]
+            try:
+                out.append(registry.resolve(spec))
+            except Exception as exc:
+                if self.strict:
+                    raise
+                warn_once(f"backend-name:{spec}", f"backend {spec!r} is not used: {exc}")
+        return out
+
     def _new_writer(self) -> Writer:
         health = (
             None
@@ -195,12 +213,13 @@ class Tracker:
             self._queue,
             self._messages,
             self._counters,
-            self._backends,
+            self._resolve_backends(),
             flush_interval=self._flush_interval,
             fsync_interval=self._fsync_interval,
             health=health,
             max_pending=self._max_pending,
             strict=self.strict,
+            backend_timeout=self._backend_timeout,
         )
 
     def _use_queue(self, queue: RowQueue) -> None:

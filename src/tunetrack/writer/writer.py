@@ -4,8 +4,8 @@ The writer opens the run in the store (creating it, or re-attaching to it), then
 every ``tick`` seconds, drains the shared deques with ``popleft`` (safe against concurrent ``append``
 from the training thread without a lock; rows and typed messages such as config, events and flush
 requests travel in separate deques), and writes a batch when the flush interval has passed, when
-enough rows are pending, or when asked to. Backends are called here too, so a slow or broken backend
-costs training nothing: its first exception is reported and it is disabled.
+enough rows are pending, or when asked to. Backends get each batch on their own threads
+(``fanout.py``), so a slow or broken backend costs neither training nor the local store anything.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..values import DROP, to_plain
 from .counters import Counters
+from .fanout import BackendRunner
 from .messages import ConfigUpdate, Event, Flush, MediaFile, SystemSample
 from .queue import RowQueue
 
@@ -77,12 +77,15 @@ class Writer(threading.Thread):
         health: HealthMonitor | None = None,
         max_pending: int = 1_000_000,
         strict: bool = False,
+        backend_timeout: float = 5.0,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
         self.queue = queue
         self.messages = messages
         self.counters = counters
         self.backends = list(backends)
+        self.backend_timeout = backend_timeout
+        self._runners: list[BackendRunner] = []
         self.flush_interval = flush_interval
         self.fsync_interval = fsync_interval
         self.heartbeat_interval = heartbeat_interval
@@ -210,8 +213,9 @@ class Writer(threading.Thread):
         if self._job is not None and not self._joined():
             return
         assert self.run_info is not None
-        for backend in list(self.backends):
-            self._call(backend, "start", self.run_info)
+        self._runners = [BackendRunner(backend, self.run_info) for backend in self.backends]
+        for runner in self._runners:
+            runner.start()
         while True:
             stopping = self._stopping.wait(self.tick)
             try:
@@ -286,36 +290,33 @@ class Writer(threading.Thread):
             columns = {k: c for k in self.health.keys if (c := codec.float_column(record, k)) is not None}
             for problem in self.health.check(columns):
                 self._health_event(problem)
-        if self.backends:
+        if self._runners:
             dict_rows = _as_backend_rows(rows)
-            for backend in list(self.backends):
-                self._call(backend, "log", dict_rows)
+            for runner in self._runners:
+                runner.submit("log", dict_rows, rows=len(dict_rows))
 
     def _write_system(self) -> None:
         rows, self._pending_system = self._pending_system, codec.Rows()
         if self._files is not None:
             record = codec.encode_rows(rows, codec.SYSTEM, convert=to_plain, on_drop=self._on_drop)
             self._store_op(lambda f: f.append(codec.pack(record)))
-        for backend in list(self.backends):
-            if hasattr(backend, "log_system"):
-                self._call(backend, "log_system", _as_backend_rows(rows))
+        if self._runners:
+            dict_rows = _as_backend_rows(rows)
+            for runner in self._runners:
+                runner.submit("log_system", dict_rows)
 
     def _write_config(self, message: ConfigUpdate) -> None:
         record = codec.encode_config(message.time, message.config)
         self._store_op(lambda f: f.append(codec.pack(record)))
-        for backend in list(self.backends):
-            self._call(backend, "log_config", message.config)
+        for runner in self._runners:
+            runner.submit("log_config", message.config)
 
     def _write_event(self, event: Event) -> None:
         record = codec.encode_event(event.kind, event.step, event.time, event.data)
         self._store_op(lambda f: f.append(codec.pack(record)))
-        for backend in list(self.backends):
-            if hasattr(backend, "log_event"):
-                self._call(
-                    backend,
-                    "log_event",
-                    {**event.data, "kind": event.kind, "step": event.step, "time": event.time},
-                )
+        event_dict = {**event.data, "kind": event.kind, "step": event.step, "time": event.time}
+        for runner in self._runners:
+            runner.submit("log_event", event_dict)
 
     def _write_file(self, media: MediaFile) -> None:
         self._store_op(lambda f: f.put_file(media.path, media.data))
@@ -358,18 +359,6 @@ class Writer(threading.Thread):
             )
             return False
 
-    def _call(self, backend: Backend, method: str, *args: Any) -> None:
-        try:
-            getattr(backend, method)(*args)
-        except Exception:
-            name = type(backend).__name__
-            warn_once(
-                f"{self._run_id}:backend:{id(backend)}",
-                f"backend {name}.{method}() raised; it is disabled for this run:\n{traceback.format_exc()}",
-            )
-            if backend in self.backends:
-                self.backends.remove(backend)
-
     def _close(self) -> None:
         self._cycle(stopping=True)
         if self._pending:
@@ -377,10 +366,12 @@ class Writer(threading.Thread):
         if self._pending_system:
             self._write_system()
         state = self._end.get("state", states.FINISHED)
-        for backend in list(self.backends):
-            self._call(backend, "finish", state)
+        deadline = time.monotonic() + self.backend_timeout  # the backends catch up side by side
+        backends = _labelled([(runner.label, runner.finish(state, deadline)) for runner in self._runners])
         if self._files is not None:
             end = {**self._end, "state": state, "counters": self.counters.as_dict()}
+            if backends:
+                end["backends"] = backends
             values = {
                 k: v for k, v in ((k, to_plain(v)) for k, v in self._last_values.items()) if v is not DROP
             }
@@ -393,6 +384,18 @@ class _NoRun:
 
     def run_json(self) -> None:
         return None
+
+
+def _labelled(pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Backends by name (a second backend of the same name gets ``name.2``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for label, stats in pairs:
+        key, n = label, 1
+        while key in out:
+            n += 1
+            key = f"{label}.{n}"
+        out[key] = stats
+    return out
 
 
 def _as_backend_rows(rows: codec.Rows) -> list[tuple[int, float, dict[str, Any]]]:

@@ -433,3 +433,23 @@ def test_quickstart_example(tmp_path, monkeypatch, capsys):
         30,
         30,
     ]  # the last one: evaluate() after train()
+
+
+def test_backends_mirror_the_trainer_into_tensorboard(tmp_path, root, tok):
+    """``TunetrackCallback(backends=[...])``: the same run, live, in TensorBoard's event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    cb = TunetrackCallback(project="hf", name="mirrored", dir=root, backends=["tensorboard"])
+    trainer = Trainer(
+        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+    )
+    trainer.train()
+    cb.finish()
+    run = open_run("mirrored", dir=root)
+    acc = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    assert [e.step for e in acc.Scalars("loss")] == list(range(1, 13))
+    assert [e.value for e in acc.Scalars("loss")] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
+    assert "learning_rate" in acc.Tags()["scalars"] and "perf/steps_per_s" in acc.Tags()["scalars"]
+    assert b"per_device_train_batch_size" in acc.Tensors("config")[0].tensor_proto.string_val[0]

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from omegaconf import OmegaConf
 
 from helpers import SRC, wait_until
@@ -140,9 +141,23 @@ def test_full_finetune(tiny, root, tmp_path):
 def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
     """No `dir`, no $TUNETRACK_DIR: the run is stored under the config's `log_dir` (`${output_dir}/logs`)."""
     out = tmp_path / "out"
-    proc = tune_run("lora_finetune_single_device", tiny["tiny_lora"], out, "metric_logger.tags=[tiny,lora]")
+    proc = tune_run(
+        "lora_finetune_single_device",
+        tiny["tiny_lora"],
+        out,
+        "metric_logger.tags=[tiny,lora]",
+        "metric_logger.backends=[tensorboard]",  # mirrored into TensorBoard's event files too
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = list_runs(out / "logs")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss")] == run.series("loss").steps.tolist()
+    assert [e.value for e in acc.Scalars("loss")] == pytest.approx(
+        run.series("loss").values.tolist(), rel=1e-6
+    )
     assert run.name.startswith("tt-") and run.tags == ["tiny", "lora"]
     assert_recorded(run, out)
     assert run.config["model"]["lora_rank"] == 4

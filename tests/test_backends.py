@@ -1,0 +1,154 @@
+"""Backends: each on its own thread, so a slow, stuck or raising one costs training and the local store
+nothing and only misses what it missed (counted); by name and through the entry-point group (the
+example package in examples/backend_package); TensorBoard event files read back by TensorBoard's own
+reader."""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from tunetrack import Tracker
+from tunetrack.reader import open_run
+from tunetrack.writer import fanout
+
+
+class Slow:
+    """A backend whose every call takes a while (a distant tracking server)."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.rows, self.state = delay, [], None
+
+    def start(self, run): ...
+
+    def log_config(self, config): ...
+
+    def log(self, rows):
+        time.sleep(self.delay)
+        self.rows += rows
+
+    def finish(self, state):
+        self.state = state
+
+
+def test_a_slow_backend_costs_training_nothing_and_what_it_missed_is_counted(root):
+    slow = Slow(delay=0.3)
+    t = Tracker(dir=root, name="slow", system=False, backends=[slow], backend_timeout=0.5).start()
+    began = time.perf_counter()
+    for step in range(1, 2001):
+        t.log({"loss": 1.0 / step}, step=step)
+        if step % 200 == 0:
+            t.flush()  # a write per 200 rows: ten batches for the backend, 0.3 s each
+    flushed = time.perf_counter() - began
+    t.finish()
+    got = len(slow.rows)  # what it had taken when finish() returned
+    assert flushed < 2.0  # ten batches would take the backend 3 s; the writer did not wait for it
+    run = open_run(t.id, dir=root)
+    assert run.series("loss").steps.tolist() == list(range(1, 2001))  # the local store is complete
+    (stats,) = run.meta["processes"][0]["end"]["backends"].values()
+    # every row it had not taken is counted (the batch in its hands when time ran out may arrive late)
+    assert stats["missed_rows"] in (2000 - got, 2000 - got + 200) and got < 2000
+    assert "did not catch up" in stats["error"]
+    assert run.summary()["tunetrack/backend_missed/Slow"]["last"] == stats["missed_rows"]
+
+
+def test_a_backend_raising_on_its_third_batch_is_disabled_alone(root):
+    class Flaky(Slow):
+        def log(self, rows):
+            if len(self.rows) >= 2 * 100:
+                raise ConnectionError("tracking server went away")
+            self.rows += rows
+
+    flaky, fine = Flaky(0), Slow(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = Tracker(dir=root, system=False, backends=[flaky, fine]).start()
+        for step in range(1, 1001):
+            t.log({"loss": float(step)}, step=step)
+            if step % 100 == 0:
+                t.flush()
+        t.finish()
+    assert len(fine.rows) == 1000 and fine.state == "finished"
+    assert len(flaky.rows) == 200 and flaky.state is None  # disabled: no finish either
+    assert sum("tracking server went away" in str(w.message) for w in caught) == 1
+    end = open_run(t.id, dir=root).meta["processes"][0]["end"]["backends"]
+    assert end["Flaky"]["missed_rows"] == 800 and "ConnectionError" in end["Flaky"]["error"]
+    assert end["Slow"] == {"missed_rows": 0, "error": None}
+
+
+def test_a_backend_too_far_behind_misses_rows_instead_of_growing(root, monkeypatch):
+    monkeypatch.setattr(fanout, "MAX_ROWS", 150)
+    stuck = Slow(delay=0.5)
+    t = Tracker(dir=root, system=False, backends=[stuck], backend_timeout=2.0).start()
+    with pytest.warns(UserWarning, match="rows behind"):
+        for step in range(1, 601):
+            t.log({"loss": float(step)}, step=step)
+            if step % 100 == 0:
+                t.flush()
+        t.finish()
+    missed = open_run(t.id, dir=root).meta["processes"][0]["end"]["backends"]["Slow"]["missed_rows"]
+    assert missed > 0 and len(stuck.rows) + missed == 600
+
+
+def test_backends_by_name_and_from_the_environment(root, monkeypatch, capsys):
+    with Tracker(dir=root, name="named", system=False, backends=["console"]) as t:
+        t.log({"loss": 0.5}, step=1)
+    assert "step 1 | loss 0.5000" in capsys.readouterr().out
+    monkeypatch.setenv("TUNETRACK_BACKENDS", "console")
+    with Tracker(dir=root, name="env", system=False) as t:
+        t.log({"loss": 0.25}, step=2)
+    assert "step 2 | loss 0.2500" in capsys.readouterr().out
+    monkeypatch.delenv("TUNETRACK_BACKENDS")
+    unknown = r"no tunetrack backend named 'nosuch' \(installed: .*console"
+    with (
+        pytest.warns(UserWarning, match=unknown),
+        Tracker(dir=root, name="typo", system=False, backends=["nosuch"]) as t,
+    ):
+        t.log({"loss": 1.0}, step=1)
+    assert open_run("typo", dir=root).series("loss").values.tolist() == [1.0]  # training went on
+    with pytest.raises(ValueError, match="nosuch"):
+        Tracker(dir=root, system=False, backends=["nosuch"], strict=True).start()
+
+
+def test_a_third_party_backend_by_its_entry_point(root, tmp_path, monkeypatch):
+    """examples/backend_package, installed by the tests session: usable by name, no code change."""
+    out = tmp_path / "mycompany.jsonl"
+    monkeypatch.setenv("MYCOMPANY_TRACKER_FILE", str(out))
+    monkeypatch.setenv("TUNETRACK_BACKENDS", "mycompany")
+    with Tracker(dir=root, project="p", name="theirs", system=False, config={"lr": 0.1}) as t:
+        for step in range(1, 4):
+            t.log({"loss": 1.0 / step}, step=step)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["type"] for r in records] == ["start", "config", "metrics", "metrics", "metrics", "finish"]
+    assert records[0]["name"] == "theirs" and records[1]["config"] == {"lr": 0.1}
+    assert [r["step"] for r in records if r["type"] == "metrics"] == [1, 2, 3]
+    assert records[-1]["state"] == "finished"
+
+
+def test_tensorboard_reads_the_mirrored_run(root):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    t = Tracker(dir=root, name="tb", system=False, backends=["tensorboard"], config={"lr": 3e-4}).start()
+    for step in range(1, 101):
+        t.log({"loss": 1.0 / step, "note": "text is not a scalar", "flag": step % 2 == 0}, step=step)
+    t.log_text("samples", "Once upon a time", step=100)
+    t.flush()
+    t.rewind(50)  # resumed from the checkpoint at step 50: TensorBoard drops the steps after it
+    for step in range(51, 81):
+        t.log({"loss": 2.0 / step}, step=step)
+    t.finish()
+    acc = EventAccumulator(str(Path(t.run_dir) / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    loss = acc.Scalars("loss")
+    assert [e.step for e in loss] == list(range(1, 81))
+    assert [e.value for e in loss][50:] == pytest.approx([2.0 / s for s in range(51, 81)], rel=1e-6)
+    assert [e.value for e in loss][:50] == pytest.approx([1.0 / s for s in range(1, 51)], rel=1e-6)
+    assert [e.value for e in acc.Scalars("flag")][:4] == [0.0, 1.0, 0.0, 1.0]
+    assert "note" not in acc.Tags()["scalars"]
+    config = acc.Tensors("config")[0].tensor_proto.string_val[0].decode()
+    assert '"lr": 0.0003' in config
+    assert acc.Tensors("tunetrack/state")[0].tensor_proto.string_val[0] == b"finished"

@@ -124,6 +124,7 @@ def tests(session: nox.Session) -> None:
         "--ignore=tests/ui",
         "--ignore=tests/gpu",
         "--ignore=tests/objectstore",
+        "--ignore=tests/bridges",
     )
 
 
@@ -208,6 +209,20 @@ def objectstore(session: nox.Session) -> None:
     session.install("-e", ".[test,s3,ui]", *OBJECTSTORE_TEST_PACKAGES, "playwright", "httpx", "tensorboard")
     _pytest(session, "objectstore", "tests/objectstore")
     session.run("python", "benchmarks/objectstore_bench.py", "--quick")
+
+
+#: the trackers the bridges mirror into and import from, each the real package its users install
+BRIDGES_TEST_PACKAGES = ["mlflow", "wandb", "trackio", "tensorboard"]
+
+
+@nox.session(python="3.11")
+def bridges(session: nox.Session) -> None:
+    """Backends and importers against the real trackers: an ``mlflow server`` on 127.0.0.1 (SQLite),
+    W&B offline run files, trackio's local store and TensorBoard event files, each read back with that
+    tracker's own reader."""
+    _env(session)
+    _install_core(session, *BRIDGES_TEST_PACKAGES)
+    _pytest(session, "bridges", "tests/bridges")
 
 
 @nox.session(python="3.11")
@@ -339,6 +354,8 @@ def _default_sessions() -> list[str]:
         sessions.append("ui")
     if _has_tests("tests/objectstore"):
         sessions.append("objectstore")
+    if _has_tests("tests/bridges"):
+        sessions.append("bridges")
     sessions.append("docs")
     if (ROOT / "benchmarks" / "run_all.py").exists():
         sessions.append("bench")

@@ -23,10 +23,11 @@ PACKAGE = Path(SRC) / "tunetrack"
 #: layer -> the layers it may import directly (itself and the core always)
 ALLOWED: dict[str, set[str]] = {
     "integrations": {"tracker"},
-    "cli": {"reader", "ui"},  # `tunetrack ui` starts the dashboard
+    "cli": {"reader", "ui", "bridges"},  # `tunetrack ui` starts the dashboard
     "ui": {"reader"},
     "tracker": {"writer", "system", "backends"},
     "writer": {"store", "backends"},
+    "bridges": {"reader", "backends", "writer"},  # replay a run into a backend; import runs
     "reader": {"store"},
     "store": set(),
     "backends": set(),

@@ -155,7 +155,7 @@ def test_the_checks_catch_what_they_are_for():
         "tunetrack.tracker.tracker": {"tunetrack.states"},
     }
     assert wrong_way(edges) == [
-        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['reader', 'ui'])",
+        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['bridges', 'reader', 'ui'])",
         "tunetrack.integrations.x -> tunetrack.store.local (integrations may use ['tracker'])",
         "tunetrack.states -> tunetrack.tracker.tracker (core may use only the core)",
         "tunetrack.store.local -> tunetrack.reader.run (store may use only the core)",

@@ -186,6 +186,44 @@ class MLflow:
         return {"run_id": self.run.info.run_id}
 
 
+class TunetrackInto:
+    """tunetrack mirroring the run into one other tracker (``Tracker(backends=[name])``), the bridge
+    of ``benchmarks/bridges_bench.py``. ``log`` is tunetrack's own; the backend drains on a thread of
+    its own. ``finish()`` returns once the backend holds everything: ``backend_timeout`` is raised so
+    that it never gives up here, which makes the finish time "until the other tracker has it all"."""
+
+    backend = ""
+
+    def __init__(self, tmp: Path) -> None:
+        from tunetrack import Tracker
+
+        self.root = tmp / "tunetrack"
+        self.tracker = Tracker(
+            project=PROJECT, name=RUN_NAME, dir=self.root, backends=[self.backend], backend_timeout=3600
+        ).start()
+        self.log = self.tracker.log
+
+    def finish(self) -> None:
+        self.tracker.finish()
+
+    def handle(self) -> dict[str, Any]:
+        # what the target's reader needs: TensorBoard's folder, trackio's project and run, MLflow's run
+        return {
+            "id": self.tracker.id,
+            "dir": str(Path(str(self.tracker.run_dir)) / "tensorboard"),
+            "project": PROJECT,
+            "run": RUN_NAME,
+        }
+
+
+def _into(backend: str) -> type[TunetrackInto]:
+    return type(f"TunetrackInto_{backend}", (TunetrackInto,), {"backend": backend})
+
+
+#: the trackers tunetrack mirrors into, each measured directly and through tunetrack
+BRIDGED = ("mlflow", "wandb", "tensorboard", "trackio")
+
+
 # -- readers --------------------------------------------------------------------------------------
 class FloorReader:
     """Not a peer: the floor has no read API; this only verifies what reached the disk."""
@@ -263,17 +301,23 @@ class TensorBoardReader:
 
 
 class MLflowReader:
-    """``MlflowClient().get_metric_history(run_id, key)`` on the same SQLite tracking store."""
+    """``MlflowClient().get_metric_history(run_id, key)`` on the same SQLite tracking store. A run
+    mirrored by tunetrack is found by its ``tunetrack.run_id`` tag."""
 
     timed = True
 
     def __init__(self, tmp: Path, handle: dict[str, Any]) -> None:
-        self.run_id = handle["run_id"]
+        self.run_id = handle.get("run_id")
+        self.tunetrack_id = handle.get("id")
 
     def prepare(self) -> None:
         from mlflow.tracking import MlflowClient
 
         self.client = MlflowClient()
+        if self.run_id is None:
+            experiments = [e.experiment_id for e in self.client.search_experiments()]
+            found = self.client.search_runs(experiments, f"tags.`tunetrack.run_id` = '{self.tunetrack_id}'")
+            self.run_id = found[0].info.run_id
         self.client.get_run(self.run_id)  # connects and checks the schema: setup, not the read
 
     def read(self, key: str) -> Sequence[Any]:
@@ -289,6 +333,7 @@ WRITERS: dict[str, Callable[[Path], Any]] = {
     "swanlab": SwanLab,
     "tensorboard": TensorBoard,
     "mlflow": MLflow,
+    **{f"tunetrack+{name}": _into(name) for name in BRIDGED},
 }
 READERS: dict[str, Callable[[Path, dict[str, Any]], Any]] = {
     "floor": FloorReader,
@@ -296,6 +341,15 @@ READERS: dict[str, Callable[[Path, dict[str, Any]], Any]] = {
     "trackio": TrackioReader,
     "tensorboard": TensorBoardReader,
     "mlflow": MLflowReader,
+    # what a mirrored run holds in the other tracker, counted (not timed)
+    **{
+        f"tunetrack+{name}": type(f"{reader.__name__}Count", (reader,), {"timed": False})
+        for name, reader in (
+            ("mlflow", MLflowReader),
+            ("tensorboard", TensorBoardReader),
+            ("trackio", TrackioReader),
+        )
+    },
 }
 #: why a library has no reader (shown instead of a time)
 NO_READER = {
@@ -311,6 +365,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "swanlab": ("swanlab",),
     "tensorboard": ("torch", "tensorboard"),
     "mlflow": ("mlflow",),
+    **{f"tunetrack+{name}": ("tunetrack", name) for name in BRIDGED},
 }
 #: the distributions whose versions go into the results
 DISTRIBUTIONS = {

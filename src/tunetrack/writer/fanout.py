@@ -22,6 +22,14 @@ from ..backends.base import Backend, RunInfo
 
 #: rows a backend may have waiting before further rows are missed instead of queued
 MAX_ROWS = 200_000
+#: the calls whose queued rows are joined into one call
+BATCHED = ("log", "log_system")
+#: While training runs, a backend's thread pauses after each call so that its Python work (building
+#: a tracker's requests or protobufs) holds the interpreter lock for at most this share of the time:
+#: the training thread, which needs the same lock, keeps the rest. The pause is measured in the
+#: thread's CPU time, so waiting on a network costs no pause. At ``finish()`` the pauses stop.
+DUTY = 0.2
+MAX_PAUSE = 1.0
 
 
 def backend_name(backend: Backend) -> str:
@@ -67,10 +75,26 @@ class BackendRunner(threading.Thread):
             self._wake.wait(0.5)
             self._wake.clear()
             while self._calls:
-                method, args, rows = self._calls.popleft()
+                method, args, rows = self._next_call()
+                cpu = time.thread_time()
                 self._call(method, args, rows)
+                if not self._closing:  # training runs: leave it the interpreter most of the time
+                    time.sleep(min((time.thread_time() - cpu) * (1 / DUTY - 1), MAX_PAUSE))
             if self._closing and not self._calls:
                 return
+
+    def _next_call(self) -> tuple[str, tuple[Any, ...], int]:
+        """The next call, with the rows of the ``log``/``log_system`` calls queued right behind it
+        joined in (one request to a remote tracker instead of one per writer batch; order is kept)."""
+        with self._lock:
+            method, args, rows = self._calls.popleft()
+            if method not in BATCHED:
+                return method, args, rows
+            joined = list(args[0])
+            while self._calls and self._calls[0][0] == method:
+                joined.extend(self._calls[0][1][0])
+                rows += self._calls.popleft()[2]
+        return method, (joined,), rows
 
     def _call(self, method: str, args: tuple[Any, ...], rows: int) -> None:
         try:

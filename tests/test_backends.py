@@ -185,3 +185,31 @@ def test_tensorboard_reads_the_mirrored_run(root):
     config = acc.Tensors("config")[0].tensor_proto.string_val[0].decode()
     assert '"lr": 0.0003' in config
     assert acc.Tensors("tunetrack/state")[0].tensor_proto.string_val[0] == b"finished"
+
+
+def test_sync_backend_replays_a_run_into_tensorboard_once(root):
+    """A run recorded without backends, sent into TensorBoard afterwards; a second call finds every
+    point already there (TensorBoard's own reader says so) and sends nothing."""
+    from click.testing import CliRunner
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from tunetrack.cli import cli
+
+    with Tracker(dir=root, name="offline", system=False, config={"lr": 0.1}) as t:
+        for step in range(1, 121):
+            t.log({"loss": 1.0 / step, "eval/loss": 2.0 / step if step % 40 == 0 else None}, step=step)
+        t.log_text("samples", "hello", step=120)
+    args = ["sync-backend", "offline", "--to", "tensorboard", "--dir", str(root)]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    assert "123 points" in first.output and "1 events" in first.output
+    acc = EventAccumulator(str(Path(t.run_dir) / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("loss")] == list(range(1, 121))
+    assert [e.step for e in acc.Scalars("eval/loss")] == [40, 80, 120]
+    assert acc.Tensors("tunetrack/state")[0].tensor_proto.string_val[0] == b"finished"
+    second = CliRunner().invoke(cli, args)
+    assert second.exit_code == 0 and "nothing new to send" in second.output
+    acc = EventAccumulator(str(Path(t.run_dir) / "tensorboard"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert len(acc.Scalars("loss")) == 120

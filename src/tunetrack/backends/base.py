@@ -1,16 +1,18 @@
 """The backend interface: what a user's own tracker implements to receive everything tunetrack records.
 
-Every method runs on the writer thread, never on the training thread. ``Tracker.log`` only appends to
-a buffer, so a slow backend never blocks training: it delays the writer, and if the writer falls
-``max_pending`` values behind, further rows are dropped and counted rather than waited for. The first
-exception a backend raises is reported once (a ``TunetrackWarning`` with the traceback) and that
-backend is disabled for the rest of the run; the local store and other backends carry on.
+Every method runs on the backend's own thread (``writer/fanout.py``), never the training thread or the
+writer's: a slow backend falls behind alone, and one that falls too far behind misses rows (counted).
+The first exception a backend raises is reported once (a ``TunetrackWarning`` with the traceback) and
+that backend is disabled for the rest of the run; the local store and the other backends carry on.
 
 ``Backend`` is a ``Protocol``, so a backend needs no import from tunetrack and no base class.
-Besides its four methods, the writer calls these when a backend defines them:
+Besides its four methods, tunetrack calls these when a backend defines them:
 
-- ``log_event(event: dict)``: ``{"kind", "step", "time", **data}`` (checkpoint, rewind, evaluation, ...);
-- ``log_system(rows: Sequence[Row])``: system metrics (``gpu.0.util``, ``gpu.0.memory.used_bytes``, ...).
+- ``log_event(event: dict)``: ``{"kind", "step", "time", **data}`` (checkpoint, rewind, text, image, ...);
+- ``log_system(rows: Sequence[Row])``: system metrics (``gpu.0.util``, ``gpu.0.memory.used_bytes``, ...);
+- ``held(keys, system=False) -> Mapping[str, Collection[int]]``: for ``tunetrack sync-backend``, called
+  after ``start()``: for each of tunetrack's keys, the steps the target already holds for this run,
+  so that a replay sends only the missing points (without it, a replay sends everything again).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ class TensorBoardBackend:
         self._writer: Any = None
         self._pb: Any = None
         self._run: RunInfo | None = None
+        self._folder = Path()
 
     def start(self, run: RunInfo) -> None:
         try:
@@ -50,6 +51,7 @@ class TensorBoardBackend:
             folder = Path.cwd() / "tensorboard" / run.id
         # one file per writing process (a resume or another node adds its own), as TensorBoard does
         self._writer = EventFileWriter(str(folder), filename_suffix=f".{os.getpid()}")
+        self._folder = folder
 
     def _event(self, step: int, when: float, **fields: Any) -> Any:
         event_pb2, _ = self._pb
@@ -128,6 +130,19 @@ class TensorBoardBackend:
         )
         value = summary_pb2.Summary.Value(tag=tag, image=image)
         self._writer.add_event(self._event(step, when, summary=summary_pb2.Summary(value=[value])))
+
+    def held(self, keys: Collection[str], system: bool = False) -> Mapping[str, Collection[int]]:
+        """For a replay: the steps the folder's event files already hold for each key, read with
+        TensorBoard's own reader (a restart marker hides the points it superseded, as in TensorBoard)."""
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        self._writer.flush()
+        accumulator = EventAccumulator(str(self._folder), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        tags, prefix = set(accumulator.Tags()["scalars"]), "system/" if system else ""
+        return {
+            key: {e.step for e in accumulator.Scalars(prefix + key)} for key in keys if prefix + key in tags
+        }
 
     def finish(self, state: str) -> None:
         if self._writer is None:

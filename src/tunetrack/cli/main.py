@@ -254,6 +254,37 @@ def sync_command(destination: str, root: str | None, runs: tuple[str, ...]) -> N
         sys.exit(1)
 
 
+@cli.command("sync-backend")
+@click.argument(
+    "runs", nargs=-1, required=True, callback=lambda ctx, param, v: [_run_ref(ctx, param, r) for r in v]
+)
+@click.option(
+    "--to",
+    "backend",
+    required=True,
+    help="A backend's name (mlflow, tensorboard, wandb, trackio, or one a package registers); it takes "
+    "its settings from its own environment variables (MLFLOW_TRACKING_URI, ...).",
+)
+@click.option("--dir", "root", default=None, help=DIR_HELP)
+@_friendly
+def sync_backend_command(runs: list[str], backend: str, root: str | None) -> None:
+    """Send recorded RUNS into a backend: what a live mirror missed, or runs recorded offline.
+
+    The backend continues the same remote run; where it can say what it holds (MLflow, TensorBoard),
+    only the missing points are sent, so a second call sends nothing.
+    """
+    from ..bridges.replay import replay
+    from ..reader import open_run
+    from . import tables
+
+    for ref in runs:
+        run = open_run(ref, dir=root)
+        total = sum(1 for _ in run.rows()) + sum(1 for _ in run.system_rows())
+        with tables.progress(f"{run.id} -> {backend}", total) as advance:
+            done = replay(run, backend, on_rows=lambda n: advance(by=n))
+        click.echo(f"{run.id} -> {backend}: {done}")
+
+
 @cli.command("ui")
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option(

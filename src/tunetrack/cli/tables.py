@@ -71,16 +71,17 @@ def state_text(state: str) -> Text:
 
 @contextlib.contextmanager
 def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
-    """A progress bar on a terminal (stderr); nothing when the output is piped. Yields ``advance``."""
+    """A progress bar on a terminal (stderr); nothing when the output is piped. Yields ``advance``
+    (``advance()`` for one item, ``advance(by=n)`` for n)."""
     from rich.progress import Progress
 
     err = Console(stderr=True)
     if not err.is_terminal:
-        yield lambda *_: None
+        yield lambda *_, by=1: None
         return
     with Progress(console=err, transient=True) as bar:
         task = bar.add_task(description, total=total)
-        yield lambda *_: bar.advance(task)
+        yield lambda *_, by=1: bar.advance(task, by)
 
 
 # -- ls ------------------------------------------------------------------------------------------

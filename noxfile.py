@@ -53,6 +53,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "optuna",
             "pillow",
             "tensorboard",  # the tensorboard backend, read back with TensorBoard's own reader
+            "mlflow",  # the mlflow backend, into a real mlflow server
         ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)

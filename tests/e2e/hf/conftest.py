@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from servers import mlflow_server  # noqa: F401 - a real mlflow server, for the MLflow backend
+
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))

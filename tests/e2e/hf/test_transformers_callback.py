@@ -453,3 +453,31 @@ def test_backends_mirror_the_trainer_into_tensorboard(tmp_path, root, tok):
     assert [e.value for e in acc.Scalars("loss")] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
     assert "learning_rate" in acc.Tags()["scalars"] and "perf/steps_per_s" in acc.Tags()["scalars"]
     assert b"per_device_train_batch_size" in acc.Tensors("config")[0].tensor_proto.string_val[0]
+
+
+def test_backends_mirror_the_trainer_into_an_mlflow_server(tmp_path, root, tok, mlflow_server, monkeypatch):
+    """``TunetrackCallback(backends=["mlflow"])`` with MLflow's own settings: the Trainer's run on a
+    real tracking server, read back with ``MlflowClient``."""
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    cb = TunetrackCallback(project="hf", name="to-mlflow", dir=root, backends=["mlflow"])
+    trainer = Trainer(
+        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+    )
+    trainer.train()
+    cb.finish()
+    run = open_run("to-mlflow", dir=root)
+    client = MlflowClient(mlflow_server.url)
+    experiment = client.get_experiment_by_name("hf")
+    (remote,) = client.search_runs([experiment.experiment_id], f"tags.`tunetrack.run_id` = '{run.id}'")
+    assert remote.info.status == "FINISHED" and remote.info.run_name == "to-mlflow"
+    loss = client.get_metric_history(remote.info.run_id, "loss")
+    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    assert sorted(m.step for m in loss) == list(range(1, 13))
+    assert [m.value for m in sorted(loss, key=lambda m: m.step)] == pytest.approx(
+        [h["loss"] for h in train_rows]
+    )
+    params = remote.data.params  # the Trainer's config, flattened with dots as MLflow users expect
+    batch = [v for k, v in params.items() if k.endswith("per_device_train_batch_size")]
+    assert batch == [str(trainer.args.per_device_train_batch_size)], sorted(params)[:20]

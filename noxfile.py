@@ -54,6 +54,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "pillow",
             "tensorboard",  # the tensorboard backend, read back with TensorBoard's own reader
             "mlflow",  # the mlflow backend, into a real mlflow server
+            "trackio",  # the trackio backend, read back through trackio's storage API
         ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)

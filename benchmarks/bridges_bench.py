@@ -12,7 +12,9 @@ metrics, a fresh process per repetition, repetitions interleaved) runs three way
 - **through tunetrack**: ``Tracker(backends=[name])``; the backend drains on a thread of its own;
 - **tunetrack alone**: no backend, the cost the bridge is held to (target: through ≤ 2× alone).
 
-``finish()`` through tunetrack returns once the other tracker holds everything (``backend_timeout``
+Through tunetrack, the backend has started (imported its library, opened its run) before the loop,
+as a direct peer's ``init`` has; that once-per-run time is reported as "start". ``finish()`` through
+tunetrack returns once the other tracker holds everything (``backend_timeout``
 is raised for the benchmark), so its time is "seconds from ``finish()`` until the remote has it
 all"; the points the other tracker then holds are counted with its own reader where it has one
 (W&B's offline files have no local read API). Medians; nothing is asserted, missed targets print as
@@ -87,7 +89,7 @@ def main() -> None:
         direct, through = summary(results, "log10", target), summary(results, "log10", f"tunetrack+{target}")
         if alone is None or direct is None or through is None:
             failed = results["log10"].get(target if direct is None else f"tunetrack+{target}")
-            rows.append([target, "-", "-", "-", "-", "-", "-", str(failed)[:60]])
+            rows.append([target, "-", "-", "-", "-", "-", "-", "-", str(failed)[:60]])
             continue
         ratio = through["per_call_us"] / alone["per_call_us"]
         met = ratio <= TARGET_RATIO
@@ -101,6 +103,7 @@ def main() -> None:
                 f"{alone['per_call_us']:.2f}",
                 f"{fmt_ratio(ratio)} ({'met' if met else 'MISSED'})",
                 fmt_ratio(direct["per_call_us"] / through["per_call_us"]),
+                f"{through['init_s']:.2f}",
                 f"{through['finish_s']:.2f}",
                 held,
             ]
@@ -120,11 +123,12 @@ def main() -> None:
                 "tunetrack alone µs/log",
                 f"through ÷ alone (≤ {TARGET_RATIO:g})",
                 "direct ÷ through",
+                "start, s",
                 "finish() until it holds all, s",
                 "points it holds",
             ],
             rows,
-            "<>>>>>>>",
+            "<>>>>>>>>",
         )
     )
     opts.out.parent.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,7 @@ class BackendRunner(threading.Thread):
         self.queued_rows = 0
         self.missed_rows = 0
         self.error: str | None = None  # why the backend was disabled
+        self.started = threading.Event()  # its start() has returned (or raised)
 
     def submit(self, method: str, *args: Any, rows: int = 0) -> None:
         """Queue a call (``rows``: how many logged rows it carries, for the bounds and the counters)."""
@@ -71,6 +72,7 @@ class BackendRunner(threading.Thread):
 
     def run(self) -> None:
         self._call("start", (self.run_info,), 0)
+        self.started.set()
         while True:
             self._wake.wait(0.5)
             self._wake.clear()

@@ -481,3 +481,23 @@ def test_backends_mirror_the_trainer_into_an_mlflow_server(tmp_path, root, tok, 
     params = remote.data.params  # the Trainer's config, flattened with dots as MLflow users expect
     batch = [v for k, v in params.items() if k.endswith("per_device_train_batch_size")]
     assert batch == [str(trainer.args.per_device_train_batch_size)], sorted(params)[:20]
+
+
+def test_backends_mirror_the_trainer_into_trackio(tmp_path, root, tok, monkeypatch):
+    """``TunetrackCallback(backends=["trackio"])``: the Trainer's run in trackio's local store (the
+    Trainer's own trackio integration off: ``report_to="none"``), read back through trackio's API."""
+    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
+    cb = TunetrackCallback(project="hf-trackio", name="to-trackio", dir=root, backends=["trackio"])
+    trainer = Trainer(
+        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+    )
+    trainer.train()
+    cb.finish()
+    from trackio.sqlite_storage import SQLiteStorage
+
+    logs = [e for e in SQLiteStorage.get_logs("hf-trackio", "to-trackio") if "loss" in e]
+    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    assert [e["step"] for e in logs] == list(range(1, 13))
+    assert [e["loss"] for e in logs] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
+    config = SQLiteStorage.get_run_config("hf-trackio", "to-trackio")
+    assert '"learning_rate": 0.001' in json.dumps(config)  # the Trainer's arguments, as captured

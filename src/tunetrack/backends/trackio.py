@@ -1,0 +1,132 @@
+"""trackio (local, a self-hosted trackio server, or a Hugging Face Space: trackio's own settings),
+mirrored from a run: ``Tracker(backends=["trackio"])``, or ``TrackioBackend(project=...)``.
+
+trackio keeps its current run per thread (a context variable), so the backend's run, opened on the
+backend's own thread, never disturbs a ``trackio.init`` of the user's. The backend opens it with no
+dashboard (``embed=False``) and without trackio's own GPU/CPU sampling: tunetrack's system metrics
+go to trackio's system log instead, under trackio's names where it has them (``gpu/0/utilization``).
+Needs ``pip install 'tunetrack[trackio]'``, imported when the run starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from .base import Row, RunInfo
+
+#: tunetrack's per-GPU keys -> (trackio's name, scale): trackio's GPU monitor reports GiB and watts
+_GPU_NAMES = {
+    "util": ("utilization", 1.0),
+    "mem_util": ("memory_utilization", 1.0),
+    "memory.used_bytes": ("allocated_memory", 1 / 2**30),
+    "memory.total_bytes": ("total_memory", 1 / 2**30),
+    "power_w": ("power", 1.0),
+    "power_limit_w": ("power_limit", 1.0),
+    "temp_c": ("temp", 1.0),
+}
+_GPU = re.compile(r"gpu\.(\d+)\.(.+)")
+
+
+def system_name(key: str) -> tuple[str, float]:
+    """trackio's name for a tunetrack system metric (``gpu/0/utilization``), and the factor to its
+    unit; other keys keep tunetrack's name."""
+    gpu = _GPU.fullmatch(key)
+    if gpu and gpu.group(2) in _GPU_NAMES:
+        name, scale = _GPU_NAMES[gpu.group(2)]
+        return f"gpu/{gpu.group(1)}/{name}", scale
+    return key, 1.0
+
+
+class TrackioBackend:
+    name = "trackio"
+
+    def __init__(self, project: str | None = None) -> None:
+        """``project`` defaults to the run's project, then ``tunetrack``. Where trackio writes (local
+        ``TRACKIO_DIR``, ``TRACKIO_SERVER_URL``, ``TRACKIO_SPACE_ID``) is trackio's own setting."""
+        self.project = project
+        self._info: RunInfo | None = None
+        self._config: dict[str, Any] = {}
+        self._run: Any = None
+
+    def start(self, run: RunInfo) -> None:
+        try:
+            import trackio  # noqa: F401 - fail at the start, not at the first row
+        except ImportError:
+            raise ImportError("the trackio backend needs trackio: pip install 'tunetrack[trackio]'") from None
+        self._info = run
+
+    def _trackio_run(self) -> Any:
+        """Opened at the first data, with the config known by then (trackio takes the config when a
+        run opens; tunetrack's adapters log theirs before the first step)."""
+        if self._run is None:
+            import trackio
+
+            assert self._info is not None
+            self._run = trackio.init(
+                project=self.project or self._info.project or "tunetrack",
+                name=self._info.name,
+                config=self._config or None,
+                resume="allow" if self._info.resumed else "never",
+                embed=False,
+                auto_log_gpu=False,
+                auto_log_cpu=False,
+            )
+        return self._run
+
+    def log_config(self, config: dict[str, Any]) -> None:
+        self._config = dict(config)
+        if self._run is not None and isinstance(self._run.config, dict):
+            self._run.config.update(config)  # trackio sends it with the next records, if not yet sent
+
+    def log(self, rows: Sequence[Row]) -> None:
+        run = self._trackio_run()
+        for step, _, values in rows:
+            numbers = {k: v for k, v in values.items() if isinstance(v, (int, float))}
+            if numbers:
+                run.log(numbers, step=step)
+
+    def log_system(self, rows: Sequence[Row]) -> None:
+        run = self._trackio_run()
+        for _, _, values in rows:
+            mapped = {}
+            for key, value in values.items():
+                if isinstance(value, (int, float)):
+                    name, scale = system_name(key)
+                    mapped[name] = value * scale
+            if mapped:
+                run.log_system(mapped)
+
+    def held(self, keys: Collection[str], system: bool = False) -> Mapping[str, Collection[int]]:
+        """For a replay: the steps trackio's store holds for each metric of this run (system metrics
+        have no steps in trackio: none are reported held, and a replay sends them again)."""
+        if system:
+            return {}
+        from trackio.sqlite_storage import SQLiteStorage
+
+        assert self._info is not None
+        project = self.project or self._info.project or "tunetrack"
+        logs = SQLiteStorage.get_logs(project, self._info.name)
+        wanted = set(keys)
+        out: dict[str, set[int]] = {}
+        for entry in logs:
+            for key in wanted.intersection(entry):
+                out.setdefault(key, set()).add(int(entry["step"]))
+        return out
+
+    def finish(self, state: str) -> None:
+        """trackio has no run status: a run that did not finish gets a trackio alert (shown in its
+        dashboard and sent to its webhooks) saying how it ended."""
+        if self._run is None and state == "finished":
+            return
+        run = self._trackio_run()
+        if state != "finished":
+            from trackio import AlertLevel
+
+            run.alert(
+                f"run {state}",
+                f"tunetrack run {self._info.id if self._info else ''} ended {state}",
+                AlertLevel.ERROR,
+            )
+        run.finish()

@@ -42,6 +42,8 @@ from . import exit_hooks
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
 _now = time.time
+#: how long ``finish()`` waits for the writer to store what is left (backends get ``backend_timeout`` more)
+FINISH_TIMEOUT = 60.0
 #: how long another node's first rank waits for global rank 0 to publish the job's run
 JOIN_TIMEOUT = 1800.0
 
@@ -262,9 +264,12 @@ class Tracker:
             self._sampler.stop()
         if writer is None:
             return
-        if not writer.finish(state or self._exit_state or states.FINISHED, error, timeout=60):
+        # the writer's own work, plus the time it gives the backends to catch up
+        timeout = FINISH_TIMEOUT + self._backend_timeout
+        if not writer.finish(state or self._exit_state or states.FINISHED, error, timeout=timeout):
             warn_once(
-                f"finish:{self.id}", "the writer did not finish within 60 s; the run may read as crashed"
+                f"finish:{self.id}",
+                f"the writer did not finish within {timeout:g} s; the run may read as crashed",
             )
         lost = {k: v for k, v in self._counters.as_dict().items() if v}
         if lost:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
+import json
 import math
 import os
 import signal
@@ -138,6 +139,15 @@ def test_full_finetune(tiny, root, tmp_path):
     assert not elsewhere.exists() and not (out / "logs").exists()
 
 
+#: the loss as trackio's own storage API returns it: [steps, values]
+TRACKIO_LOSS = """
+import json, sys
+from trackio.sqlite_storage import SQLiteStorage
+logs = [e for e in SQLiteStorage.get_logs(sys.argv[1], sys.argv[2]) if "loss" in e]
+print(json.dumps([[e["step"] for e in logs], [e["loss"] for e in logs]]))
+"""
+
+
 def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
     """No `dir`, no $TUNETRACK_DIR: the run is stored under the config's `log_dir` (`${output_dir}/logs`)."""
     out = tmp_path / "out"
@@ -146,10 +156,21 @@ def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
         tiny["tiny_lora"],
         out,
         "metric_logger.tags=[tiny,lora]",
-        "metric_logger.backends=[tensorboard]",  # mirrored into TensorBoard's event files too
+        "metric_logger.backends=[tensorboard,trackio]",  # mirrored into TensorBoard and trackio too
+        TRACKIO_DIR=str(tmp_path / "trackio"),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = list_runs(out / "logs")
+    trackio = subprocess.run(
+        [sys.executable, "-c", TRACKIO_LOSS, run.project or "tunetrack", run.name],
+        env={**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    steps, values = json.loads(trackio.stdout)
+    assert steps == run.series("loss").steps.tolist()
+    assert values == pytest.approx(run.series("loss").values.tolist(), rel=1e-6)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0})

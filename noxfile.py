@@ -55,6 +55,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "tensorboard",  # the tensorboard backend, read back with TensorBoard's own reader
             "mlflow",  # the mlflow backend, into a real mlflow server
             "trackio",  # the trackio backend, read back through trackio's storage API
+            "wandb",  # the wandb backend, offline run files read with W&B's protobuf schema
         ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)

@@ -501,3 +501,27 @@ def test_backends_mirror_the_trainer_into_trackio(tmp_path, root, tok, monkeypat
     assert [e["loss"] for e in logs] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
     config = SQLiteStorage.get_run_config("hf-trackio", "to-trackio")
     assert '"learning_rate": 0.001' in json.dumps(config)  # the Trainer's arguments, as captured
+
+
+def test_backends_mirror_the_trainer_into_wandb_offline(tmp_path, root, tok):
+    """``TunetrackCallback(backends=[WandbBackend(...)])``: the Trainer's run in a W&B offline run file
+    (the Trainer's own W&B integration off: ``report_to="none"``), read with W&B's protobuf schema."""
+    from tunetrack.backends.wandb import WandbBackend
+    from wandb_files import read_run, run_files
+
+    cb = TunetrackCallback(
+        project="hf", name="to-wandb", dir=root, backends=[WandbBackend(mode="offline", dir=tmp_path)]
+    )
+    trainer = Trainer(
+        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+    )
+    trainer.train()
+    cb.finish()
+    (path,) = run_files(tmp_path)
+    got = read_run(path)
+    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    losses = {step: row["loss"] for step, row in got["history"].items() if "loss" in row}
+    assert sorted(losses) == list(range(1, 13))
+    assert [losses[s] for s in range(1, 13)] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
+    assert got["name"] == "to-wandb" and got["exit_code"] == 0
+    assert "learning_rate" in json.dumps(got["config"])

@@ -55,7 +55,7 @@ class WandbBackend:
         self._run = wandb.init(
             project=self.project or os.environ.get("WANDB_PROJECT") or run.project or "tunetrack",
             entity=self.entity,
-            mode=self.mode,  # type: ignore[arg-type]
+            mode=self.mode,
             dir=str(self.dir) if self.dir is not None else None,
             id=wandb_id(run.id),
             name=run.name,

@@ -257,6 +257,8 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]))
     if (ROOT / "benchmarks" / "system_overhead.py").exists():
         session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]))
+    # each tracker direct vs through tunetrack (the bridges); the backends' extras are installed above
+    session.run("python", "benchmarks/bridges_bench.py", *(session.posargs or ["--quick"]))
 
 
 #: the GPU machine's own interpreter: CUDA PyTorch, transformers, accelerate and the rest are already

@@ -435,16 +435,22 @@ def test_quickstart_example(tmp_path, monkeypatch, capsys):
     ]  # the last one: evaluate() after train()
 
 
-def test_backends_mirror_the_trainer_into_tensorboard(tmp_path, root, tok):
-    """``TunetrackCallback(backends=[...])``: the same run, live, in TensorBoard's event files."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    cb = TunetrackCallback(project="hf", name="mirrored", dir=root, backends=["tensorboard"])
+def _train_mirrored(tmp_path, root, tok, project: str, name: str, backends: list) -> Trainer:
+    """A 12-step Trainer run with ``TunetrackCallback(backends=...)``, finished."""
+    cb = TunetrackCallback(project=project, name=name, dir=root, backends=backends)
     trainer = Trainer(
         model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
     )
     trainer.train()
     cb.finish()
+    return trainer
+
+
+def test_backends_mirror_the_trainer_into_tensorboard(tmp_path, root, tok):
+    """``TunetrackCallback(backends=[...])``: the same run, live, in TensorBoard's event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    trainer = _train_mirrored(tmp_path, root, tok, "hf", "mirrored", ["tensorboard"])
     run = open_run("mirrored", dir=root)
     acc = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
@@ -461,12 +467,7 @@ def test_backends_mirror_the_trainer_into_an_mlflow_server(tmp_path, root, tok, 
     from mlflow.tracking import MlflowClient
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    cb = TunetrackCallback(project="hf", name="to-mlflow", dir=root, backends=["mlflow"])
-    trainer = Trainer(
-        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
-    )
-    trainer.train()
-    cb.finish()
+    trainer = _train_mirrored(tmp_path, root, tok, "hf", "to-mlflow", ["mlflow"])
     run = open_run("to-mlflow", dir=root)
     client = MlflowClient(mlflow_server.url)
     experiment = client.get_experiment_by_name("hf")
@@ -487,12 +488,7 @@ def test_backends_mirror_the_trainer_into_trackio(tmp_path, root, tok, monkeypat
     """``TunetrackCallback(backends=["trackio"])``: the Trainer's run in trackio's local store (the
     Trainer's own trackio integration off: ``report_to="none"``), read back through trackio's API."""
     monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
-    cb = TunetrackCallback(project="hf-trackio", name="to-trackio", dir=root, backends=["trackio"])
-    trainer = Trainer(
-        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
-    )
-    trainer.train()
-    cb.finish()
+    trainer = _train_mirrored(tmp_path, root, tok, "hf-trackio", "to-trackio", ["trackio"])
     from trackio.sqlite_storage import SQLiteStorage
 
     logs = [e for e in SQLiteStorage.get_logs("hf-trackio", "to-trackio") if "loss" in e]
@@ -509,14 +505,9 @@ def test_backends_mirror_the_trainer_into_wandb_offline(tmp_path, root, tok):
     from tunetrack.backends.wandb import WandbBackend
     from wandb_files import read_run, run_files
 
-    cb = TunetrackCallback(
-        project="hf", name="to-wandb", dir=root, backends=[WandbBackend(mode="offline", dir=tmp_path)]
+    trainer = _train_mirrored(
+        tmp_path, root, tok, "hf", "to-wandb", [WandbBackend(mode="offline", dir=tmp_path)]
     )
-    trainer = Trainer(
-        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
-    )
-    trainer.train()
-    cb.finish()
     (path,) = run_files(tmp_path)
     got = read_run(path)
     train_rows = [h for h in trainer.state.log_history if "loss" in h]

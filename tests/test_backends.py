@@ -58,27 +58,30 @@ def test_a_slow_backend_costs_training_nothing_and_what_it_missed_is_counted(roo
     assert run.summary()["tunetrack/backend_missed/Slow"]["last"] == stats["missed_rows"]
 
 
-def test_a_backend_raising_on_its_third_batch_is_disabled_alone(root):
+def test_a_backend_raising_on_its_100th_batch_is_disabled_alone(root):
     class Flaky(Slow):
         def log(self, rows):
-            if len(self.rows) >= 2 * 100:
+            if len(self.batches) == 99:  # the 100th batch
                 raise ConnectionError("tracking server went away")
+            self.batches.append(len(rows))
             self.rows += rows
 
     flaky, fine = Flaky(0), Slow(0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t = Tracker(dir=root, system=False, backends=[flaky, fine]).start()
-        for step in range(1, 1001):
+        for step in range(1, 2001):
             t.log({"loss": float(step)}, step=step)
-            if step % 100 == 0:
-                t.flush()
+            if step % 10 == 0:
+                t.flush()  # a batch per 10 rows: 200 of them
         t.finish()
-    assert len(fine.rows) == 1000 and fine.state == "finished"
-    assert len(flaky.rows) == 200 and flaky.state is None  # disabled: no finish either
+    assert len(fine.rows) == 2000 and fine.state == "finished"
+    assert len(flaky.batches) == 99 and flaky.state is None  # disabled: no finish either
+    assert [step for step, _, _ in flaky.rows] == list(range(1, len(flaky.rows) + 1))
     assert sum("tracking server went away" in str(w.message) for w in caught) == 1
     end = open_run(t.id, dir=root).meta["processes"][0]["end"]["backends"]
-    assert end["Flaky"]["missed_rows"] == 800 and "ConnectionError" in end["Flaky"]["error"]
+    assert end["Flaky"]["missed_rows"] == 2000 - len(flaky.rows)  # from its 100th batch on
+    assert "ConnectionError" in end["Flaky"]["error"]
     assert end["Slow"] == {"missed_rows": 0, "error": None}
 
 

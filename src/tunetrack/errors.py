@@ -20,5 +20,9 @@ class AmbiguousRun(TunetrackError):
     """A prefix or name matches several runs; the message lists them."""
 
 
+class RunInUse(TunetrackError):
+    """The run is still being written (``tunetrack rm`` without ``--force``)."""
+
+
 class InvalidValue(TunetrackError, TypeError):
     """A logged value tunetrack cannot store (raised only with ``strict=True``)."""

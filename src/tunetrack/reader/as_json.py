@@ -25,6 +25,7 @@ def run_json(
         "project": run.project,
         "state": run.state,
         "tags": run.tags,
+        "notes": run.notes,
         "created": run.created,
         "ended": run.ended,
         "hosts": run.hosts,

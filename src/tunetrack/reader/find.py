@@ -53,14 +53,20 @@ def find_run(store: Store, ref: str) -> Run:
     """A run of ``store`` by id, unique id prefix, or unique name."""
     if not ref:
         raise RunNotFound("an empty string names no run")
+    found = named(store, ref)
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        names = ", ".join(f"{r.id} ({r.name})" for r in found[:10])
+        raise AmbiguousRun(f"{ref!r} matches {len(found)} runs: {names}")
+    raise RunNotFound(f"no run {ref!r} in {store}")
+
+
+def named(store: Store, ref: str) -> list[Run]:
+    """The runs ``ref`` names: the run of that id; else those whose id starts with it; else those of
+    that name (the name as the run's edits left it)."""
     exact = load(store, ref)
     if exact is not None:
-        return exact
+        return [exact]
     runs = all_runs(store)
-    for matches in ([r for r in runs if r.id.startswith(ref)], [r for r in runs if r.name == ref]):
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            names = ", ".join(f"{r.id} ({r.name})" for r in matches[:10])
-            raise AmbiguousRun(f"{ref!r} matches {len(matches)} runs: {names}")
-    raise RunNotFound(f"no run {ref!r} in {store}")
+    return [r for r in runs if r.id.startswith(ref)] or [r for r in runs if r.name == ref]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import flatten, merge
+from ..edits import Identity, fold
 from ..store import codec
 from ..store.base import RunFolder
 from .merge import apply_rewinds, visible_last_step
@@ -30,9 +31,7 @@ class Run:
     def __init__(self, folder: RunFolder, run_json: dict[str, Any]) -> None:
         self.folder = folder
         self.id: str = str(run_json.get("id") or str(folder).rstrip("/").rsplit("/", 1)[-1])
-        self.name: str = str(run_json.get("name") or self.id)
         self.project: str | None = run_json.get("project")
-        self.tags: list[str] = list(run_json.get("tags") or [])
         self.created: float = float(run_json.get("created") or 0.0)
         self._run_json = run_json
         self._read: dict[str, ProcessRecords] = {}  # each process's records decoded so far
@@ -57,8 +56,26 @@ class Run:
         """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
         with self._lock:
             self._merged = None
-            for name in ("_processes", "_listed", "_status", "config"):
+            for name in ("_processes", "_listed", "_status", "_identity", "config"):
                 self.__dict__.pop(name, None)
+
+    # -- identity: run.json as the run's edits left it ------------------------------------------------
+    @cached_property
+    def _identity(self) -> Identity:
+        return fold(self._run_json, self.folder.edits())
+
+    @property
+    def name(self) -> str:
+        return self._identity.name or self.id
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self._identity.tags)
+
+    @property
+    def notes(self) -> list[dict[str, Any]]:
+        """Notes (``tunetrack note``), oldest first: ``{"time", "by", "text"}``."""
+        return list(self._identity.notes)
 
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, name={self.name!r}, project={self.project!r}, state={self.state!r})"
@@ -97,10 +114,14 @@ class Run:
 
     @property
     def meta(self) -> dict[str, Any]:
-        """run.json plus every writing process's metadata and end record."""
+        """run.json (its name and tags as edited), the edits, and every writing process's metadata
+        and end record."""
         procs = [{**p.meta, "proc": p.name, "end": p.end} for p in self._processes]
         return {
             **self._run_json,
+            "name": self.name,
+            "tags": self.tags,
+            "edits": list(self._identity.edits),
             "state": self.state,
             "ended": self.ended,
             "hosts": self.hosts,

@@ -4,7 +4,7 @@ a bucket to a folder, or a dead process's spool to the bucket it was uploading t
 Incremental and idempotent: for each process the destination's records are a byte prefix of the
 source's, so a sync sends only the whole records after that prefix (a run still being written is
 copied up to its last whole record; the next sync sends the rest), and what it sends is written only
-where absent.
+where absent. A run's edits (``tunetrack.edits``) go by name: those the destination lacks.
 """
 
 from __future__ import annotations
@@ -29,12 +29,17 @@ class SyncReport:
     processes: int = 0
     bytes: int = 0
     files: int = 0  # media files
+    edits: int = 0  # edits of runs (a new name, tags, a note)
     errors: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         if not (self.runs or self.errors):
             return "nothing new to send"
-        text = f"sent {self.bytes:,} bytes of records and {self.files} files of {self.processes} processes in {self.runs} runs"
+        text = (
+            f"sent {self.bytes:,} bytes of records and {self.files} files of {self.processes} processes"
+            + (f" and {self.edits} edits" if self.edits else "")
+            + f" in {self.runs} runs"
+        )
         return text + (f"; {len(self.errors)} runs failed: {'; '.join(self.errors)}" if self.errors else "")
 
 
@@ -125,6 +130,13 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
         report.processes += 1
         report.bytes += len(copy.data)
         report.files += len(copy.media)
+    if target is not None or sent_any:  # the destination has the run: its edits can go there
+        held_edits = {name for name, _ in target.edits()} if target is not None else set()
+        for name, body in source.edits():
+            if name not in held_edits:
+                dst.put_edit(run_id, name, body)
+                report.edits += 1
+                sent_any = True
     report.runs += sent_any
 
 

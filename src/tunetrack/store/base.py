@@ -29,6 +29,10 @@ class ProcessWriter(Protocol):
         """A file of the run besides the records (an image), at ``rel`` inside the run."""
         ...
 
+    def edit(self, name: str, body: dict[str, Any]) -> None:
+        """An edit of the run (``layout``: its own record, named ``name``), made by this process."""
+        ...
+
     def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
         """What listings show of the run while it is written (stores that keep a listing index)."""
         ...
@@ -71,6 +75,10 @@ class RunFolder(Protocol):
         """Look at the run afresh next time (a store that lists a run's files once forgets them)."""
         ...
 
+    def edits(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, body)`` of every edit of the run (``tunetrack.edits``), in no particular order."""
+        ...
+
     def summary(self) -> dict[str, Any] | None:
         """What the store keeps for listings (an object store's index entry), or None: then the run's
         state and last values are derived from its processes."""
@@ -104,6 +112,14 @@ class Store(Protocol):
 
     def receive(self, run_id: str, proc: str, copy: Any) -> None:
         """Take in part of a process copied from another store (``local.ProcessCopy``)."""
+        ...
+
+    def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
+        """Add the edit ``name`` to the run; putting the same edit again changes nothing."""
+        ...
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove the run and everything of it the store keeps (nothing if there is no such run)."""
         ...
 
     def run(self, run_id: str) -> RunFolder | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from .. import settings
@@ -46,3 +47,7 @@ class ObjectCache:
             return [p.name for p in (self.root / folder).iterdir() if not p.name.startswith(".")]
         except OSError:
             return []
+
+    def forget(self, folder: str) -> None:
+        """Drop everything kept under ``folder`` (a deleted run's)."""
+        shutil.rmtree(self.root / folder, ignore_errors=True)

@@ -12,6 +12,13 @@ thousand runs is a request or two, and a GET per live process, whatever the size
 rewritten by a late ``tunetrack sync``). Ended entries never change: a reader that fetched many of them
 writes them into one compact object (``.index-compact/<time>.json``), so the next reader on another
 machine fetches one object instead of one per run.
+
+An edit of a run (a new name, tags, a note: ``tunetrack.edits``) has an index entry too,
+``.index/e-<run id>-<edit name>.json``, announced in the log like a new process, so a listing shows
+renamed and retagged runs without reading any run's objects. An edit never changes, so its entry
+counts as ended (fetched once, compacted). Its key does not start with digits, so the readers of
+versions before edits existed pass it by. Deleting a run deletes its entries and announces their keys:
+a reader that looks for an announced entry and finds none drops it.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from .cache import ObjectCache
 INDEX = ".index"
 COMPACT = ".index-compact"
 LOG = ".index-log"
+EDIT_MARK = "e"  # the first part of an edit's entry key, where a process's has its start time
 LOG_HEAD = f"{LOG}/head.json"  # a hint: the next free number, or less (writers race to update it)
 #: seconds between two full listings of the index
 FULL_EVERY = 600.0
@@ -78,11 +86,18 @@ def entry_key(run_id: str, proc: str, start: float) -> str:
     return f"{INDEX}/{int(start * 1000):013d}-{run_id}-{proc}.json"
 
 
+def edit_key(run_id: str, name: str) -> str:
+    return f"{INDEX}/{EDIT_MARK}-{run_id}-{name}.json"
+
+
 def run_of(key: str) -> str | None:
-    """The run id an entry key names."""
+    """The run id an entry key (a process's or an edit's) names."""
+    if not key.startswith(f"{INDEX}/"):
+        return None
     name = key[len(INDEX) + 1 :]
     parts = name.split("-", 2)
-    return parts[1] if len(parts) == 3 and parts[0].isdigit() and name.endswith(".json") else None
+    first = len(parts) == 3 and (parts[0].isdigit() or parts[0] == EDIT_MARK)
+    return parts[1] if first and name.endswith(".json") else None
 
 
 def index_entry(
@@ -107,6 +122,11 @@ def index_entry(
     }
 
 
+def edit_entry(run_id: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """What listings read of one edit of a run: the edit itself."""
+    return {"run": {"id": run_id}, "edit": name, "body": body}
+
+
 @dataclass
 class Entry:
     key: str
@@ -115,8 +135,15 @@ class Entry:
     body: dict[str, Any]
 
     @property
+    def edit(self) -> tuple[str, dict[str, Any]] | None:
+        """``(name, body)`` if this is an edit's entry, else None (a process's)."""
+        name, body = self.body.get("edit"), self.body.get("body")
+        return (str(name), body) if name is not None and isinstance(body, dict) else None
+
+    @property
     def ended(self) -> bool:
-        return self.body.get("end") is not None
+        """Never to change again: an ended process's entry, or an edit's."""
+        return self.body.get("end") is not None or "edit" in self.body
 
 
 class Listing:
@@ -251,4 +278,15 @@ class Listing:
         self.cache.put(_STATE, dumps(state))
 
 
-__all__ = ["Entry", "Listing", "announce", "dumps", "entry_key", "index_entry", "loads", "run_of"]
+__all__ = [
+    "Entry",
+    "Listing",
+    "announce",
+    "dumps",
+    "edit_entry",
+    "edit_key",
+    "entry_key",
+    "index_entry",
+    "loads",
+    "run_of",
+]

@@ -7,8 +7,22 @@ One folder per run, one set of files per writing process (``<proc>.json``, ``<pr
     <root>/<run id>/<proc>.json                a writing process: host, pid, rank, role, versions, git
     <root>/<run id>/<proc>.ttr                 its records (config, rows, events), append-only
     <root>/<run id>/<proc>.end.json            how it ended: state, time, traceback, counters, last values
+    <root>/<run id>/<edit>.edit                one edit of the run (JSON): a new name, tags, a note
     <root>/<run id>/media/images/<key>/...     images
     <root>/.jobs/<job key digest>.json         a distributed job's run id (store/jobs.py)
+
+Edits (``tunetrack tag``/``rename``/``note``, ``Tracker.name = ...``/``add_tags``) change no file:
+``run.json`` stays as its creator wrote it, and each edit is a new file of its own, created once under
+a name no other edit can have (``edit_name``: ``<µs since the epoch>-<host>-<pid>-<random>``). Two
+edits at once, from any processes or machines, are two files. Readers fold them over ``run.json`` in
+time order (``tunetrack.edits.fold``). They lie in the run's folder itself, not in a subfolder, so
+that creating one changes the folder's mtime and its listing, which is how readers that keep runs
+(the dashboard) learn that a run changed; the suffix is not ``.json``, so readers that look for
+processes (``*.json``), including older versions of tunetrack, pass them by. An object store keeps
+them under the same keys (``store/remote.py``) and lists them in its index.
+
+Deleting a run (``tunetrack rm``) first renames its folder to ``.deleted-<run id>-<random>``, so no
+reader ever sees half a run, then removes that (a removal cut short leaves a hidden folder, which readers skip).
 """
 
 from __future__ import annotations
@@ -22,8 +36,10 @@ DATA_SUFFIX = ".ttr"
 PROC_SUFFIX = ".json"
 END_SUFFIX = ".end.json"
 BEAT_SUFFIX = ".beat"  # an object store's heartbeat object of a process
+EDIT_SUFFIX = ".edit"
 MEDIA_DIR = "media"
 JOBS_DIR = ".jobs"
+DELETED_PREFIX = ".deleted-"  # a run folder being removed
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -37,6 +53,20 @@ def proc_name(start_time: float) -> str:
     """``<host>-<pid>-<start ms>``: unique per writing process, and readable in a listing."""
     host = socket.gethostname().replace("-", "_").replace("/", "_") or "host"
     return f"{host}-{os.getpid()}-{int(start_time * 1000)}"
+
+
+def edit_name(edit_time: float) -> str:
+    """``<µs since the epoch, 17 digits>-<host>-<pid>-<random>``: unique without asking anyone, and
+    sorting by name sorts by time (readers order by the time inside, the name breaks ties)."""
+    host = socket.gethostname().replace("-", "_").replace("/", "_") or "host"
+    return f"{int(edit_time * 1_000_000):017d}-{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def edit_of(filename: str) -> str | None:
+    """The edit a file ``<edit>.edit`` holds, or None for any other file."""
+    if not filename.endswith(EDIT_SUFFIX) or filename.startswith("."):
+        return None
+    return filename[: -len(EDIT_SUFFIX)]
 
 
 def proc_of(filename: str) -> str | None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +36,15 @@ class ProcessCopy:
     media: dict[str, bytes] = field(default_factory=dict)
     beat: float | None = None  # when the process last showed it was alive
     last: dict[str, Any] | None = None  # its last step and values, for listings
+
+
+def write_edit(run_dir: Path, name: str, body: dict[str, Any]) -> None:
+    """Create the edit ``name`` of the run in ``run_dir`` (``layout``: one file per edit, never
+    changed). Written again with the same name (a second ``tunetrack sync``) it stays as it was; a
+    run folder that is gone (deleted) is not made again."""
+    path = run_dir / f"{name}{layout.EDIT_SUFFIX}"
+    if not path.exists():
+        write_json_atomic(path, body)
 
 
 class ProcessFiles:
@@ -70,6 +81,10 @@ class ProcessFiles:
     def size(self) -> int:
         """Bytes of records written to the file so far (whole records, after a ``flush``)."""
         return self._file.tell() if self._file is not None else self.data_path.stat().st_size
+
+    def edit(self, name: str, body: dict[str, Any]) -> None:
+        """An edit of the run (``Tracker.name = ...``): a file of its own, written at once."""
+        write_edit(self.run_dir, name, body)
 
     def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
         """A folder needs no listing index: readers take the last values from the end record."""
@@ -154,6 +169,16 @@ class LocalRun:
         except OSError:
             pass
         return tuple(sorted(out))
+
+    def edits(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, body)`` of every edit of the run, in no particular order."""
+        out = []
+        for path in self.path.glob(f"*{layout.EDIT_SUFFIX}"):
+            name = layout.edit_of(path.name)
+            body = read_json(path) if name is not None else None
+            if name is not None and body is not None:
+                out.append((name, body))
+        return out
 
     def summary(self) -> None:
         """Listings read a folder's own small files: no index entry."""
@@ -243,6 +268,19 @@ class LocalStore:
                 os.utime(data_path, (copy.beat, copy.beat))
         if copy.end is not None:
             write_json_atomic(run_dir / f"{proc}{layout.END_SUFFIX}", copy.end)
+
+    def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
+        """Add an edit to the run (``write_edit``)."""
+        write_edit(self.root / run_id, name, body)
+
+    def delete_run(self, run_id: str) -> None:
+        """Remove the run: its folder is renamed out of sight at once (readers see all of the run or
+        none of it), then removed."""
+        if self.run(run_id) is None:
+            return
+        gone = self.root / f"{layout.DELETED_PREFIX}{run_id}-{secrets.token_hex(4)}"
+        os.replace(self.root / run_id, gone)
+        shutil.rmtree(gone)
 
     # -- reading ---------------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Path:

@@ -8,13 +8,17 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/<proc>.json, <proc>.end.json              as in a folder
     <run id>/<proc>/<start>-<end>.ttr                  bytes [start, end) of <proc>'s records
     <run id>/<proc>.beat                               rewritten at every upload: the heartbeat
+    <run id>/<edit>.edit                               one edit of the run (created once, as in a folder)
     <run id>/media/...                                 images
     .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
+    .index/e-<run id>-<edit>.json                      an edit, for listings (written once)
     .index-compact/<time>.json                         many ended entries in one object
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),
 keep them in a local cache (they never change), and list a store from its index (``index.py``).
+Deleting a run deletes its index entries first (and announces them, so warm listings drop the run),
+then its objects, this machine's spool copy and cached downloads of it.
 """
 
 from __future__ import annotations
@@ -31,8 +35,21 @@ from . import layout
 from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
 from .chunks import chunk_name, cover, parse_chunk
-from .index import Entry, Listing, announce, dumps, entry_key, index_entry, loads
-from .spool import spool_for
+from .index import (
+    INDEX,
+    Entry,
+    Listing,
+    announce,
+    dumps,
+    edit_entry,
+    edit_key,
+    entry_key,
+    index_entry,
+    loads,
+    run_of,
+)
+from .local import LocalStore
+from .spool import spool_for, spool_root
 
 #: how long ``start()`` waits for the store (creating the run, publishing a job): a store that is down
 #: or slow must not hold training up; the uploader does the rest once the store answers
@@ -128,6 +145,36 @@ class ObjectStore:
         self.blobs.put(key, dumps(entry))
         announce(self.blobs, key)
 
+    def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
+        """The edit's object (created only if absent: the same edit put twice is one), then its index
+        entry, announced so that warm listings pick it up with their next look."""
+        self.blobs.put(f"{run_id}/{name}{layout.EDIT_SUFFIX}", dumps(body), create=True)
+        key = edit_key(run_id, name)
+        self.blobs.put(key, dumps(edit_entry(run_id, name, body)))
+        announce(self.blobs, key)
+
+    def delete_run(self, run_id: str) -> None:
+        """Every object of the run and its index entries. The entries go first and are announced, so
+        listings (here and on other machines) stop showing the run before its objects go; run.json
+        goes before the rest, so the run is not found by id while its data is being removed."""
+        entries = [b.key for b in self.blobs.list_blobs(f"{INDEX}/") if run_of(b.key) == run_id]
+        objects = sorted(
+            (b.key for b in self.blobs.list_blobs(f"{run_id}/")),
+            key=lambda k: k != f"{run_id}/{layout.RUN_JSON}",
+        )
+        for key in entries:
+            self.blobs.delete(key)
+        for key in entries:
+            announce(self.blobs, key)
+        for key in objects:
+            self.blobs.delete(key)
+        with self._lock:
+            self._index.pop(run_id, None)
+        spool = spool_root(self.url)
+        if (spool / run_id).is_dir():  # else `tunetrack sync` would send it back
+            LocalStore(spool).delete_run(run_id)
+        self.cache.forget(run_id)
+
     def _job_key(self, job_key: str) -> str:
         return f"{layout.JOBS_DIR}/{hashlib.sha1(job_key.encode()).hexdigest()[:20]}.json"
 
@@ -187,7 +234,7 @@ class RemoteRun:
     ) -> None:
         self.store, self.run_id = store, run_id
         self.path = store.run_dir(run_id)
-        self._index = index
+        self._index = index  # its processes' and edits' index entries, when found by listing the store
         self._run_json = run_json
         self._files: dict[str, Blob] | None = None
 
@@ -224,10 +271,14 @@ class RemoteRun:
                 self.store.cache.put(key, data, tag)
         return data
 
+    def _processes_listed(self) -> list[Entry]:
+        return [e for e in self._index or [] if e.edit is None]
+
     def run_json(self) -> dict[str, Any] | None:
         if self._run_json is None:
-            if self._index:
-                self._run_json = dict(self._index[0].body.get("run") or {})
+            listed = self._processes_listed()
+            if listed:
+                self._run_json = dict(listed[0].body.get("run") or {})
             else:
                 self._run_json = loads(self.store.blobs.get(f"{self.run_id}/{layout.RUN_JSON}"))
         return self._run_json
@@ -282,7 +333,8 @@ class RemoteRun:
     def summary(self) -> dict[str, Any] | None:
         """The run as its index entries describe it (written at every upload), when it was found by
         listing the store; None once the run's own objects are read (``signature()``)."""
-        if not self._index:
+        listed = self._processes_listed()
+        if not listed:
             return None
         processes = [
             {
@@ -292,9 +344,22 @@ class RemoteRun:
                 "beat": min(e.mtime, float(e.body.get("beat") or e.mtime)),
                 "last": e.body.get("last"),
             }
-            for e in self._index
+            for e in listed
         ]
         return {"processes": processes}
+
+    def edits(self) -> list[tuple[str, dict[str, Any]]]:
+        """From the index entries when the run was found by listing the store (no object of the run
+        read), else from the run's own edit objects (each downloaded once: they never change)."""
+        if self._index:
+            return [edit for e in self._index if (edit := e.edit) is not None]
+        out = []
+        for rel in self._listing():
+            name = layout.edit_of(rel) if "/" not in rel else None
+            body = loads(self._get(rel, immutable=True)) if name is not None else None
+            if name is not None and body is not None:
+                out.append((name, body))
+        return out
 
     def media(self) -> list[str]:
         return sorted(rel for rel in self._listing() if rel.startswith(f"{layout.MEDIA_DIR}/"))

@@ -51,6 +51,10 @@ class UploadingProcess:
         self.last: dict[str, Any] | None = None
         self.end: dict[str, Any] | None = None
         self.media: list[str] = []
+        #: edits of the run made by this process, in the spool until the uploader has sent them
+        self.edits: list[tuple[str, dict[str, Any]]] = []
+        self.edits_direct = False  # the uploader sent its last edit: later ones go to the store at once
+        self.lock = threading.Lock()
         self.uploader = Uploader(self)
         self.uploader.start()
 
@@ -68,6 +72,17 @@ class UploadingProcess:
     def put_file(self, rel: str, data: bytes) -> None:
         self.files.put_file(rel, data)
         self.media.append(rel)
+
+    def edit(self, name: str, body: dict[str, Any]) -> None:
+        """Kept in the spool and sent by the uploader (the writer thread never waits for the network);
+        after the uploader's last pass (an edit after ``finish()``), put into the store here."""
+        with self.lock:
+            direct = self.edits_direct
+            if not direct:
+                self.files.edit(name, body)
+                self.edits.append((name, body))
+        if direct:
+            self.store.put_edit(self.run_id, name, body)
 
     def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
         self.last = {"step": last_step, "values": last_values}
@@ -92,6 +107,7 @@ class Uploader(threading.Thread):
         self.uploaded = 0  # bytes of the spool file that are in the store
         self.chunks: list[tuple[int, int]] = []  # what this process has in the store
         self.sent_media = 0
+        self.sent_edits = 0
         self.run_created = False
         self.meta_sent = False
         self.announced = False
@@ -188,6 +204,20 @@ class Uploader(threading.Thread):
         if not self.announced:  # readers learn of the new process from the index's log
             announce(self.blobs, key)
             self.announced = True
+        self._send_edits(final)
+
+    def _send_edits(self, final: bool) -> None:
+        """The edits made since the last pass (after the process's entry: a listing finds the run they
+        belong to). The final pass hands later edits over to ``UploadingProcess.edit``."""
+        p = self.p
+        while True:
+            with p.lock:
+                if self.sent_edits == len(p.edits):
+                    p.edits_direct = final
+                    return
+                name, body = p.edits[self.sent_edits]
+            p.store.put_edit(p.run_id, name, body)
+            self.sent_edits += 1
 
     def _send_chunk(self, start: int, end: int) -> None:
         with open(self.p.files.data_path, "rb") as f:
@@ -234,6 +264,8 @@ class Uploader(threading.Thread):
                 path.unlink(missing_ok=True)
             for rel in self.p.media:
                 (files.run_dir / rel).unlink(missing_ok=True)
+            for name, _ in self.p.edits:
+                (files.run_dir / f"{name}{layout.EDIT_SUFFIX}").unlink(missing_ok=True)
             others = [e for e in os.listdir(files.run_dir) if e != layout.RUN_JSON and e != layout.MEDIA_DIR]
             if not others:
                 shutil.rmtree(files.run_dir, ignore_errors=True)

@@ -22,6 +22,7 @@ from .. import settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
+from ..edits import fold, new_edit
 from ..errors import InvalidValue
 from ..health import HealthConfig, HealthMonitor
 from ..launch import RankInfo, job_id, rank_info
@@ -33,6 +34,7 @@ from ..writer import (
     Flush,
     MediaFile,
     RowQueue,
+    RunEdit,
     RunRequest,
     SystemSample,
     Writer,
@@ -79,8 +81,8 @@ class Tracker:
         backend_timeout: float = 5.0,
     ) -> None:
         self.project = project
-        self.name = name
-        self.tags = list(tags or [])
+        self._name = name
+        self._tags = list(tags or [])
         self.strict = strict
         self._dir = dir
         self._initial_config = config
@@ -124,6 +126,55 @@ class Tracker:
         """The last step logged (or rewound to)."""
         return self._step
 
+    @property
+    def name(self) -> str | None:
+        """The run's name. Set before ``start()``, it names the run; set later, it renames the run (an
+        edit, as ``tunetrack rename`` makes: readers show the new name, and find the run by it)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is None and not self._started:
+            self._name = None  # the default name, made at start()
+            return
+        self._edit(name=value)
+
+    @property
+    def tags(self) -> list[str]:
+        """The run's tags (a copy: change them with ``add_tags`` and ``remove_tags``)."""
+        return list(self._tags)
+
+    # -- editing the run ---------------------------------------------------------------------------
+    def add_tags(self, *tags: str) -> None:
+        """Tag the run. Before ``start()`` the run is created with these tags; later they are added to
+        it (an edit, as ``tunetrack tag RUN +TAG`` makes). Never raises, except in ``strict`` mode."""
+        self._edit(add=tags)
+
+    def remove_tags(self, *tags: str) -> None:
+        """Untag the run (before or after ``start()``, as ``add_tags``)."""
+        self._edit(remove=tags)
+
+    def _edit(self, name: Any = None, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
+        """Apply an edit here, and record it in the run once the run exists: through the writer while
+        it runs, at once after ``finish()``. Only the process that records the run records it (on
+        other ranks it only changes this object)."""
+        try:
+            body = new_edit(name=name, add=add, remove=remove)
+        except ValueError as exc:
+            if self.strict:
+                raise InvalidValue(str(exc)) from None
+            warn_once(f"edit:{exc}", f"the run was not changed: {exc}")
+            return
+        with self._lock:
+            changed = fold({"name": self._name, "tags": self._tags}, [("", body)])
+            self._name, self._tags = changed.name, changed.tags
+            writer = self._writer if self._started and self._active else None
+            if writer is not None and not self._finished:
+                self._messages.append(RunEdit(body))  # finish() drains it before the writer stops
+                return
+        if writer is not None:
+            writer.write_edit(body)
+
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Tracker:
         """Create (or re-attach to) the run and start the writer. Idempotent; never raises."""
@@ -153,9 +204,9 @@ class Tracker:
         now = time.time()
         request = RunRequest(
             id=self._resume,
-            name=self.name,
+            name=self._name,
             project=self.project,
-            tags=self.tags,
+            tags=self._tags,
             created=now,
             process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
             job=job if role == "primary" and ranks.rank == 0 else None,
@@ -174,7 +225,7 @@ class Tracker:
             writer.join_job(location, job, psutil.Process().create_time(), request)
         else:
             opened = writer.open(location, request)
-            self.id, self.name, self.project, self.run_dir = (
+            self.id, self._name, self.project, self.run_dir = (
                 opened.id,
                 opened.name,
                 opened.project,

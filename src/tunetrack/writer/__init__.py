@@ -2,7 +2,7 @@
 (and calls the backends), so that ``Tracker.log`` only has to append."""
 
 from .counters import Counters
-from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, SystemSample
+from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample
 from .queue import RowQueue
 from .writer import OpenedRun, RunRequest, Writer
 
@@ -15,6 +15,7 @@ __all__ = [
     "Message",
     "OpenedRun",
     "RowQueue",
+    "RunEdit",
     "RunRequest",
     "SystemSample",
     "Writer",

@@ -47,10 +47,17 @@ class MediaFile:
 
 
 @dataclass(slots=True)
+class RunEdit:
+    """An edit of the run (``tunetrack.edits.new_edit``): a new name, tags added or removed."""
+
+    body: dict[str, Any]
+
+
+@dataclass(slots=True)
 class Flush:
     """Write and flush everything queued so far, then set ``done``."""
 
     done: threading.Event
 
 
-Message = ConfigUpdate | Event | SystemSample | MediaFile | Flush
+Message = ConfigUpdate | Event | SystemSample | MediaFile | RunEdit | Flush

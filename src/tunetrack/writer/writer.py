@@ -22,13 +22,14 @@ from typing import Any
 from .. import states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
+from ..edits import fold
 from ..health import HealthMonitor
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..values import DROP, to_plain
 from .counters import Counters
 from .fanout import BackendRunner
-from .messages import ConfigUpdate, Event, Flush, MediaFile, SystemSample
+from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample
 from .queue import RowQueue
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
@@ -145,9 +146,7 @@ class Writer(threading.Thread):
         }
         if not store.create_run(opened.id, {**run, "format": codec.FORMAT_VERSION}):
             opened.resumed = True
-            existing = (store.run(opened.id) or _NoRun()).run_json() or {}
-            opened.name = existing.get("name", opened.name)
-            opened.project = existing.get("project", opened.project)
+            opened.name, opened.project = _existing(store, opened.id, opened.name, opened.project)
         elif request.id is not None:
             opened.resumed = False
             warn_once(
@@ -183,8 +182,7 @@ class Writer(threading.Thread):
         opened = OpenedRun(run_id, run_id, request.project, store.run_dir(run_id), True)
         self._store_dir = opened.dir
         try:
-            existing = (store.run(run_id) or _NoRun()).run_json() or {}
-            opened.name, opened.project = existing.get("name", run_id), existing.get("project")
+            opened.name, opened.project = _existing(store, run_id, run_id, None)
             meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
             self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
         except OSError as exc:
@@ -277,6 +275,8 @@ class Writer(threading.Thread):
                 self._write_event(message)
             elif isinstance(message, MediaFile):
                 self._write_file(message)
+            elif isinstance(message, RunEdit):
+                self.write_edit(message.body)
         return waiters
 
     # -- writing -----------------------------------------------------------------------------------
@@ -320,6 +320,11 @@ class Writer(threading.Thread):
 
     def _write_file(self, media: MediaFile) -> None:
         self._store_op(lambda f: f.put_file(media.path, media.data))
+
+    def write_edit(self, body: dict[str, Any]) -> None:
+        """Store an edit of the run (``tunetrack.edits``). Called on this thread while it runs, and by
+        the tracker itself once it stopped (an edit after ``finish()``)."""
+        self._store_op(lambda f: f.edit(layout.edit_name(float(body["time"])), body))
 
     def _health_event(self, problem: dict[str, Any]) -> None:
         step = problem.pop("step")
@@ -379,11 +384,13 @@ class Writer(threading.Thread):
             self._store_op(lambda f: f.close(end))
 
 
-class _NoRun:
-    """Stands in for a run the store no longer shows (deleted between creating and reading it)."""
-
-    def run_json(self) -> None:
-        return None
+def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None]:
+    """An existing run's name (as its edits left it) and project; ``name`` and ``project`` if the
+    store no longer shows the run (deleted between creating and reading it)."""
+    folder = store.run(run_id)
+    run_json = (folder.run_json() if folder is not None else None) or {}
+    renamed = fold(run_json, folder.edits() if folder is not None else []).name
+    return renamed or name, run_json.get("project", project)
 
 
 def _labelled(pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,146 @@
+"""Edits of a run after it was created: a new name, tags added or removed, a note.
+
+``run.json`` is written once by the process that created the run, and every process writes only its
+own files, so an edit is never a change to an existing file: it is a small immutable record of its
+own (``store.layout`` says where it lives), and readers fold a run's edits over its ``run.json`` in
+time order (``fold``). Two edits made at once (two shells, a training script and a shell) are two
+records; neither can overwrite or corrupt the other. The later one wins for the name; tag edits
+compose (each adds and removes what it names); notes accumulate.
+
+What an edit may say is checked here, once, for every way of making one (``tunetrack tag``/``rename``/
+``note``, ``Tracker.name = ...``, ``Tracker.add_tags``).
+"""
+
+from __future__ import annotations
+
+import getpass
+import socket
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def check_name(name: object) -> str:
+    """A run's name: non-empty text on one line (surrounding blanks dropped)."""
+    if not isinstance(name, str):
+        raise ValueError(f"a run's name is text, not {type(name).__name__}")
+    text = name.strip()
+    if not text:
+        raise ValueError("a run's name cannot be empty")
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"a run's name is one line: {name!r}")
+    return text
+
+
+def check_tag(tag: object) -> str:
+    """A tag: non-empty text on one line (surrounding blanks dropped)."""
+    if not isinstance(tag, str):
+        raise ValueError(f"a tag is text, not {type(tag).__name__}")
+    text = tag.strip()
+    if not text or "\n" in text or "\r" in text:
+        raise ValueError(f"not a tag: {tag!r}")
+    return text
+
+
+def check_note(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("a note cannot be empty")
+    return text.strip()
+
+
+def tag_changes(args: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``["+best", "-draft"]`` as ``(added, removed)``. A tag both added and removed is a mistake (which
+    one was meant?), and so is an argument that says neither."""
+    added: list[str] = []
+    removed: list[str] = []
+    for arg in args:
+        if arg[:1] not in ("+", "-"):
+            raise ValueError(f"tag changes are +TAG (add) or -TAG (remove), not {arg!r}")
+        (added if arg[0] == "+" else removed).append(check_tag(arg[1:]))
+    if not added and not removed:
+        raise ValueError("no tag to add (+TAG) or remove (-TAG)")
+    both = sorted(set(added) & set(removed))
+    if both:
+        raise ValueError(f"{both[0]!r} is both added and removed")
+    return list(dict.fromkeys(added)), list(dict.fromkeys(removed))
+
+
+def new_edit(
+    *,
+    name: str | None = None,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    note: str | None = None,
+    at: float | None = None,
+) -> dict[str, Any]:
+    """The record of one edit, checked, stamped with the time and who made it (``user@host``)."""
+    body: dict[str, Any] = {"time": time.time() if at is None else at, "by": _author()}
+    if name is not None:
+        body["name"] = check_name(name)
+    if add or remove:
+        body["tags"] = {"add": [check_tag(t) for t in add], "remove": [check_tag(t) for t in remove]}
+    if note is not None:
+        body["note"] = check_note(note)
+    if len(body) == 2:
+        raise ValueError("an edit must change something")
+    return body
+
+
+def _author() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a uid without a passwd entry (containers)
+        user = "?"
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass
+class Identity:
+    """What a run is called after its edits: name, tags, notes (``{"time", "by", "text"}``), and the
+    edits themselves in the order they were applied."""
+
+    name: str | None
+    tags: list[str]
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    edits: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fold(run_json: dict[str, Any], edits: Iterable[tuple[str, dict[str, Any]]]) -> Identity:
+    """The run's identity: ``run_json``'s name and tags with ``edits`` (``(record name, body)``)
+    applied in time order (the record name breaks ties, so every reader agrees). A malformed edit is
+    skipped: a reader never fails on one record."""
+    name = run_json.get("name")
+    tags = [str(t) for t in run_json.get("tags") or []]
+    out = Identity(str(name) if name else None, tags)
+    valid = [(key, body) for key, body in edits if isinstance(body, dict) and _number(body.get("time"))]
+    for _, body in sorted(valid, key=lambda e: (float(e[1]["time"]), e[0])):
+        applied = _apply(out, body)
+        if applied:
+            out.edits.append(body)
+    return out
+
+
+def _apply(identity: Identity, body: dict[str, Any]) -> bool:
+    try:
+        name = check_name(body["name"]) if "name" in body else None
+        changes = body.get("tags") or {}
+        added = [check_tag(t) for t in changes.get("add") or []]
+        removed = {check_tag(t) for t in changes.get("remove") or []}
+        note = check_note(body["note"]) if "note" in body else None
+    except (ValueError, AttributeError, TypeError):
+        return False
+    if name is not None:
+        identity.name = name
+    identity.tags = [t for t in identity.tags if t not in removed]
+    identity.tags += [t for t in dict.fromkeys(added) if t not in identity.tags]
+    if note is not None:
+        identity.notes.append({"time": body["time"], "by": body.get("by"), "text": note})
+    return True
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+__all__ = ["Identity", "check_name", "check_note", "check_tag", "fold", "new_edit", "tag_changes"]

@@ -1,0 +1,81 @@
+"""Changing runs after the fact: rename, tag, note (edits: ``tunetrack.edits``) and delete.
+
+An edit adds a record to the run (``store.layout``) and changes no file of it, so it is safe while the
+run is still being written and while others edit it too. Deleting removes the run and everything of
+it; it refuses a run that is still running unless forced (its process would go on writing into a run
+that is gone).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import states
+from ..edits import new_edit
+from ..errors import RunInUse
+from ..store import layout
+from .find import find_run, named, store_at
+from .run import Run
+
+Dir = str | os.PathLike[str] | None
+
+
+def rename_run(ref: str, name: str, dir: Dir = None) -> Run:
+    """Give the run ``ref`` names a new name. The name must find the run afterwards, so a name that
+    already names another run (its name, its id or a prefix of its id) is refused."""
+    return _edit(ref, dir, name=name)
+
+
+def tag_run(ref: str, add: Sequence[str] = (), remove: Sequence[str] = (), dir: Dir = None) -> Run:
+    """Add tags to and remove tags from a run (a tag it has is not added twice)."""
+    return _edit(ref, dir, add=add, remove=remove)
+
+
+def note_run(ref: str, text: str, dir: Dir = None) -> Run:
+    """Add a note to a run (notes accumulate, each with its time and author)."""
+    return _edit(ref, dir, note=text)
+
+
+def _edit(ref: str, dir: Dir, **changes: Any) -> Run:
+    """The edit made, and the run read again with it."""
+    body = new_edit(**changes)  # a bad name or tag fails before the store is looked at
+    store = store_at(dir)
+    run = find_run(store, ref)
+    if "name" in body:
+        taken = [r for r in named(store, body["name"]) if r.id != run.id]
+        if taken:
+            other = taken[0]
+            raise ValueError(
+                f"{body['name']!r} already names run {other.id} ({other.name}): pick another name"
+            )
+    store.put_edit(run.id, layout.edit_name(body["time"]), body)
+    run.refresh()
+    return run
+
+
+def delete_runs(
+    refs: Sequence[str],
+    dir: Dir = None,
+    force: bool = False,
+    confirm: Callable[[list[Run]], bool] | None = None,
+) -> list[Run]:
+    """Delete the runs ``refs`` name, and return them. Every ref is looked up before anything is
+    deleted (one that names no run deletes none); a run still running is refused unless ``force``;
+    ``confirm`` (given the runs) may still say no, and then nothing is deleted."""
+    store = store_at(dir)
+    runs = list({r.id: r for r in (find_run(store, ref) for ref in refs)}.values())
+    running = [r for r in runs if r.state == states.RUNNING]
+    if running and not force:
+        listed = ", ".join(f"{r.id} ({r.name})" for r in running)
+        verb = "is" if len(running) == 1 else "are"
+        raise RunInUse(f"{listed} {verb} still running; --force (force=True) deletes it anyway")
+    if confirm is not None and not confirm(runs):
+        return []
+    for run in runs:
+        store.delete_run(run.id)
+    return runs
+
+
+__all__ = ["delete_runs", "note_run", "rename_run", "tag_run"]

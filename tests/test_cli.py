@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -436,6 +437,101 @@ def test_export_system_metrics(root):
     assert header.startswith("node,step,time,") and "gpu.0.util" in header
     shown = ok("show", "sys", "--dir", root)
     assert "last value of" in shown and "node0:" in shown and "gpu.0.util" in shown
+
+
+# -- managing runs ---------------------------------------------------------------------------------
+def test_tag_rename_and_note_show_in_ls_and_show(store):
+    root, a, b = store
+    assert ok("tag", "alpha", "+best", "-lora", "--dir", root) == f"{a} (alpha): tags base, best\n"
+    assert ok("rename", "alpha", "alpha-final", "--dir", root) == f"{a}: renamed 'alpha' to 'alpha-final'\n"
+    assert ok("note", "alpha-final", "lr 1e-3 was the one", "--dir", root) == f"{a} (alpha-final): 1 note\n"
+    ok("note", a, "second thoughts", "--dir", root)
+    listed = {r["id"]: r for r in json.loads(ok("ls", "--dir", root, "--json"))}
+    assert (listed[a]["name"], listed[a]["tags"]) == ("alpha-final", ["base", "best"])
+    assert [n["text"] for n in listed[a]["notes"]] == ["lr 1e-3 was the one", "second thoughts"]
+    assert (listed[b]["name"], listed[b]["tags"], listed[b]["notes"]) == ("beta", ["base"], [])
+    assert " alpha-final " in line_of(ok("ls", "--dir", root), a)
+    assert [r["id"] for r in json.loads(ok("ls", "--dir", root, "--tag", "best", "--json"))] == [a]
+    shown = json.loads(ok("show", "alpha-final", "--dir", root, "--json"))
+    assert (shown["id"], shown["name"], shown["tags"]) == (a, "alpha-final", ["base", "best"])
+    assert [n["text"] for n in shown["notes"]] == ["lr 1e-3 was the one", "second thoughts"]
+    assert [sorted(set(e) - {"time", "by"}) for e in shown["meta"]["edits"]] == [
+        ["tags"], ["name"], ["note"], ["note"]
+    ]  # fmt: skip
+    table = ok("show", "alpha-final", "--dir", root)
+    assert f"alpha-final ({a})" in table and "base, best" in table
+    assert "notes" in table and "lr 1e-3 was the one" in table and "second thoughts" in table
+    assert_one_line_error(CliRunner().invoke(cli, ["show", "alpha", "--dir", str(root)]))
+
+
+def test_tag_changes_may_start_with_a_dash_anywhere(store):
+    root, a, _ = store
+    assert ok("tag", "-base", a, "+x", "--dir", root) == f"{a} (alpha): tags lora, x\n"
+    assert ok("tag", "--dir", root, a, "--", "-x", "+y") == f"{a} (alpha): tags lora, y\n"
+    assert "Add (+TAG) and remove (-TAG)" in ok("tag", "-h")
+
+
+def test_rm_asks_and_deletes_only_what_it_was_told(store):
+    root, a, b = store
+    declined = CliRunner().invoke(cli, ["rm", "alpha", "beta", "--dir", str(root)], input="n\n")
+    assert declined.exit_code == 1 and declined.stdout == ""
+    assert "Delete 2 runs?" in declined.stderr and f"{a}  alpha  (finished)" in declined.stderr
+    assert "Aborted!" in declined.stderr
+    assert {r["id"] for r in json.loads(ok("ls", "--dir", root, "--json"))} == {a, b}
+    agreed = CliRunner().invoke(cli, ["rm", "alpha", "--dir", str(root)], input="y\n")
+    assert agreed.exit_code == 0 and agreed.stdout == f"deleted {a} (alpha)\n"
+    assert ok("rm", b, "--yes", "--dir", root) == f"deleted {b} (beta)\n"
+    assert ok("ls", "--dir", root) == f"no runs in {root}\n" and list(root.iterdir()) == []
+
+
+def test_rm_of_a_running_run_needs_force(root):
+    t = Tracker(name="live", dir=root, system=False).start()
+    try:
+        line = assert_one_line_error(CliRunner().invoke(cli, ["rm", "live", "--yes", "--dir", str(root)]))
+        assert line == f"Error: {t.id} (live) is still running; --force (force=True) deletes it anyway"
+        assert open_run(t.id, dir=root).state == "running"
+        assert ok("rm", "live", "--yes", "--force", "--dir", root) == f"deleted {t.id} (live)\n"
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the writer finds its folder gone
+            t.finish()
+    assert not (root / t.id).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tag", "nope", "+x"], "Error: no run 'nope' in {root}"),
+        (["tag", "alpha", "best"], "Error: tag changes are +TAG (add) or -TAG (remove), not 'best'"),
+        (["tag", "alpha", "+best", "-best"], "Error: 'best' is both added and removed"),
+        (["rename", "alpha", ""], "Error: a run's name cannot be empty"),
+        (["rename", "alpha", "beta"], "Error: 'beta' already names run {b} (beta): pick another name"),
+        (["rename", "nope", "x"], "Error: no run 'nope' in {root}"),
+        (["note", "alpha", "  "], "Error: a note cannot be empty"),
+        (["rm", "alpha", "nope", "--yes"], "Error: no run 'nope' in {root}"),
+    ],
+)
+def test_bad_edits_are_one_line_errors_and_change_nothing(store, args, message):
+    root, a, b = store
+    before = sorted(p.name for p in root.rglob("*"))
+    line = assert_one_line_error(CliRunner().invoke(cli, [*args, "--dir", str(root)]))
+    assert line == message.format(root=root, b=b)
+    assert sorted(p.name for p in root.rglob("*")) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tag", "alpha"], "Missing argument 'CHANGES...'"),
+        (["rename", "alpha"], "Missing argument 'NEW_NAME'"),
+        (["note", ""], "give a run id"),
+        (["rm"], "Missing argument 'RUNS...'"),
+    ],
+)
+def test_bad_management_arguments_are_usage_errors(store, args, message):
+    root, _, _ = store
+    line = assert_one_line_error(CliRunner().invoke(cli, [*args, "--dir", str(root)]), code=2)
+    assert message in line and line.endswith(f"(see 'cli {args[0]} --help')")
 
 
 # -- the installed console script ------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The ``tunetrack`` command: a click group whose commands parse arguments and call the read API
-(``tunetrack.reader``) and the output helpers (``tables``, ``plot``, ``export``).
+(``tunetrack.reader``, which also renames, tags, notes and deletes runs) and the output helpers
+(``tables``, ``plot``, ``export``).
 
 Every user error (an unknown run, an ambiguous prefix, a bad flag, a missing optional dependency)
 ends in one line on stderr and a non-zero exit (1, or 2 for a usage error), never a traceback.
@@ -30,8 +31,8 @@ def _friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (click.ClickException, BrokenPipeError):
-            raise  # click exits quietly when a pipe reader (``| head``) went away
+        except (click.ClickException, click.exceptions.Abort, BrokenPipeError):
+            raise  # click exits quietly when a pipe reader (``| head``) went away, or a prompt said no
         except (TunetrackError, OSError, ValueError, ImportError) as exc:
             raise click.ClickException(_one_line(exc)) from None
         except Exception as exc:  # a bug of ours: still one line, with the way to see more
@@ -62,6 +63,23 @@ class _OneLineUsageError(click.UsageError):
     def show(self, file: IO[Any] | None = None) -> None:
         hint = f" (see '{self.ctx.command_path} --help')" if self.ctx is not None else ""
         click.echo(f"Error: {self.format_message()}{hint}", file=file, err=True)
+
+
+class _SignedArgs(click.Command):
+    """A command whose arguments may start with ``-`` (``tunetrack tag RUN +best -draft``): an
+    argument that is none of its options is passed on as an argument, after a ``--``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
+        head, signed = list(args), []
+        end = head.index("--") if "--" in head else len(head)
+        for arg in list(head[:end]):
+            if arg.startswith("-") and not arg.startswith("--") and len(arg) > 1 and arg not in options:
+                head.remove(arg)
+                signed.append(arg)
+        if signed and "--" not in head:
+            head.append("--")
+        return super().parse_args(ctx, head + signed)
 
 
 class _Group(click.Group):
@@ -217,6 +235,78 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
     finally:
         if output:
             stream.close()
+
+
+@cli.command("tag", cls=_SignedArgs)
+@click.argument("run", callback=_run_ref)
+@click.argument("changes", nargs=-1, required=True)
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@_friendly
+def tag_command(run: str, changes: tuple[str, ...], root: str | None) -> None:
+    """Add (+TAG) and remove (-TAG) tags of a run: tunetrack tag RUN +best -draft."""
+    from ..edits import tag_changes
+    from ..reader import tag_run
+
+    add, remove = tag_changes(changes)
+    r = tag_run(run, add, remove, dir=root)
+    click.echo(f"{r.id} ({r.name}): tags {', '.join(r.tags) or '(none)'}")
+
+
+@cli.command("rename")
+@click.argument("run", callback=_run_ref)
+@click.argument("new_name")
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@_friendly
+def rename_command(run: str, new_name: str, root: str | None) -> None:
+    """Rename a run; it is found by its new name (which no other run may have) from then on."""
+    from ..reader import open_run, rename_run
+
+    old = open_run(run, dir=root).name
+    r = rename_run(run, new_name, dir=root)
+    click.echo(f"{r.id}: renamed {old!r} to {r.name!r}")
+
+
+@cli.command("note")
+@click.argument("run", callback=_run_ref)
+@click.argument("text")
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@_friendly
+def note_command(run: str, text: str, root: str | None) -> None:
+    """Add a note to a run (shown by show and the dashboard's API; notes accumulate)."""
+    from ..reader import note_run
+
+    r = note_run(run, text, dir=root)
+    click.echo(f"{r.id} ({r.name}): {len(r.notes)} note{'s' if len(r.notes) != 1 else ''}")
+
+
+@cli.command("rm")
+@click.argument(
+    "runs", nargs=-1, required=True, callback=lambda ctx, param, v: [_run_ref(ctx, param, r) for r in v]
+)
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Delete runs that are still running too (what their processes write afterwards is lost).",
+)
+@_friendly
+def rm_command(runs: list[str], root: str | None, yes: bool, force: bool) -> None:
+    """Delete runs and everything of them (in an object store: their objects and index entries).
+
+    Asks first, unless --yes. Every RUN is looked up before anything is deleted, and a run that is
+    still running is refused unless --force.
+    """
+    from ..reader import delete_runs
+
+    def confirm(found: list[Any]) -> bool:
+        listed = "".join(f"\n  {r.id}  {r.name}  ({r.state})" for r in found)
+        return click.confirm(
+            f"Delete {len(found)} run{'s' if len(found) != 1 else ''}?{listed}\n", err=True, abort=True
+        )
+
+    for r in delete_runs(runs, dir=root, force=force, confirm=None if yes else confirm):
+        click.echo(f"deleted {r.id} ({r.name})")
 
 
 @cli.command("sync")

@@ -147,6 +147,15 @@ def head_table(run: Run) -> Table:
     return head
 
 
+def notes_table(notes: list[dict[str, Any]]) -> Table | None:
+    if not notes:
+        return None
+    table = _section("notes", "time", "by", "note")
+    for note in notes:
+        table.add_row(when(note["time"]), Text(str(note.get("by") or "—")), Text(note["text"]))
+    return table
+
+
 def config_table(run: Run) -> Table | None:
     flat = run.flat_config
     if not flat:
@@ -197,10 +206,11 @@ def system_table(system: dict[str, dict[str, Any]]) -> Table | None:
 
 
 def show(run: Run) -> None:
-    """``tunetrack show``: metadata, config, summary, events, system metrics, the error, a plot."""
+    """``tunetrack show``: metadata, notes, config, summary, events, system metrics, the error, a plot."""
     out = console()
     out.print(head_table(run))
     parts = [
+        notes_table(run.notes),
         config_table(run),
         summary_table(run.summary()),
         events_table(run.events()),

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -582,6 +583,45 @@ def test_export_into_a_closed_pipe_is_quiet(root):
     err = proc.stderr.read()
     proc.wait(timeout=60)
     assert err == "" and proc.returncode in (0, 1)
+
+
+def test_export_shows_a_progress_bar_on_a_terminal_and_nothing_when_piped(root):
+    t = Tracker(name="big", dir=root, system=False).start()
+    for step in range(5000):
+        t.log({"loss": 1.0 / (step + 1)}, step=step)
+    t.finish()
+    env = {**os.environ, "PYTHONPATH": SRC, "TERM": "xterm-256color", "COLUMNS": "100"}
+    command = [console_script(), "export", "big", "--dir", str(root)]
+    piped = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == ""
+    assert [json.loads(line)["step"] for line in piped.stdout.splitlines()] == list(range(5000))
+
+    import pty
+
+    parent, child = pty.openpty()  # stderr on a terminal, stdout still a pipe (`... > rows.jsonl`)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=child, text=True, env=env)
+    os.close(child)
+    chunks: list[bytes] = []
+
+    def read_terminal() -> None:  # read as it comes: a terminal's buffer is small
+        while chunk := _read(parent):
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    out = proc.communicate(timeout=120)[0]
+    reader.join(timeout=30)
+    os.close(parent)
+    shown = b"".join(chunks)
+    assert proc.returncode == 0 and out == piped.stdout  # the bar never touches the data
+    assert f"exporting {t.id}".encode() in shown
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the terminal closed with the process
+        return b""
 
 
 def test_help_imports_no_heavy_module():

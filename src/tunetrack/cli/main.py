@@ -212,29 +212,31 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
     empty cell.
     """
     from ..reader import open_run
-    from . import export
+    from . import export, tables
 
     if fmt == "parquet":
         export.require_parquet()  # before reading the run: fail fast, with the pip command
     r = open_run(run, dir=root)
     if system:
-        rows, fields = r.system_rows(), ["node", "step", "time", *r.system_keys()]
+        rows, fields = list(r.system_rows()), ["node", "step", "time", *r.system_keys()]
     else:
-        rows, fields = r.rows(), ["step", "time", *r.keys()]
-    if fmt == "parquet":
-        path = output or f"{r.id}{'-system' if system else ''}.parquet"
-        count = export.write_parquet(rows, fields, path)
-        click.echo(f"wrote {count} rows to {path}", err=True)
-        return
-    stream = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
-    try:
-        if fmt == "jsonl":
-            export.write_jsonl(rows, stream)
-        else:
-            export.write_csv(rows, fields, stream)
-    finally:
-        if output:
-            stream.close()
+        rows, fields = list(r.rows()), ["step", "time", *r.keys()]
+    with tables.progress(f"exporting {r.id}", len(rows)) as advance:
+        counted = tables.counted(rows, advance)
+        if fmt == "parquet":
+            path = output or f"{r.id}{'-system' if system else ''}.parquet"
+            count = export.write_parquet(counted, fields, path)
+            click.echo(f"wrote {count} rows to {path}", err=True)
+            return
+        stream = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
+        try:
+            if fmt == "jsonl":
+                export.write_jsonl(counted, stream)
+            else:
+                export.write_csv(counted, fields, stream)
+        finally:
+            if output:
+                stream.close()
 
 
 @cli.command("tag", cls=_SignedArgs)

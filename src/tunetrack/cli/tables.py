@@ -9,8 +9,8 @@ from __future__ import annotations
 import contextlib
 import shlex
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -20,6 +20,8 @@ from .. import metric_keys, states
 from ..config import MISSING
 from ..reader import Run
 from .plot import plot
+
+T = TypeVar("T")
 
 STATE_STYLE = {
     states.RUNNING: "cyan",
@@ -79,9 +81,24 @@ def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
     if not err.is_terminal:
         yield lambda *_, by=1: None
         return
-    with Progress(console=err, transient=True) as bar:
+    # rich would send what the command prints meanwhile (an export's rows) to the bar's terminal
+    with Progress(console=err, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
         task = bar.add_task(description, total=total)
         yield lambda *_, by=1: bar.advance(task, by)
+
+
+def counted(items: Iterable[T], advance: Callable[..., None], every: int = 1024) -> Iterator[T]:
+    """``items``, advancing a ``progress`` bar by ``every`` at a time (a call per item would cost
+    more than exporting the item)."""
+    n = 0
+    for item in items:
+        yield item
+        n += 1
+        if n == every:
+            advance(by=n)
+            n = 0
+    if n:
+        advance(by=n)
 
 
 # -- ls ------------------------------------------------------------------------------------------

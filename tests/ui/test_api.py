@@ -307,3 +307,29 @@ def test_without_uplot_the_pages_link_none_and_still_load(root, spiky, monkeypat
             assert page.status_code == 200 and "/static/vendor/" not in page.text, path
             assert "<!--uplot" not in page.text, path
         assert c.get("/static/common.js").status_code == 200
+
+
+def test_edits_show_in_the_runs_table_and_the_run_at_once(root):
+    """The server keeps runs and rows between requests: an edit made meanwhile (by another process,
+    here the read API) is shown by the next request, and the run is found by its new name."""
+    from tunetrack.reader import note_run, rename_run, tag_run
+
+    t = Tracker(dir=root, name="draft", tags=["sweep"], system=False).start()
+    t.log({"loss": 1.0}, step=1)
+    t.finish()
+    with client(root) as c:
+        (row,) = c.get("/api/runs").json()
+        assert (row["name"], row["tags"], row["notes"]) == ("draft", ["sweep"], [])
+        assert c.get(f"/api/runs/{t.id}").json()["name"] == "draft"
+        tag_run(t.id, add=["best"], dir=root)
+        assert c.get("/api/runs").json()[0]["tags"] == ["sweep", "best"]
+        rename_run(t.id, "final", dir=root)  # within the same second as the edit before
+        note_run(t.id, "the one to ship", dir=root)
+        (row,) = c.get("/api/runs").json()
+        assert (row["name"], row["tags"]) == ("final", ["sweep", "best"])
+        assert [n["text"] for n in row["notes"]] == ["the one to ship"]
+        run = c.get("/api/runs/final").json()
+        assert (run["id"], run["name"], run["tags"]) == (t.id, "final", ["sweep", "best"])
+        assert [n["text"] for n in run["notes"]] == ["the one to ship"]
+        assert len(run["meta"]["edits"]) == 3
+        assert c.get("/api/runs/draft").status_code == 404

@@ -35,11 +35,9 @@ class SyncReport:
     def __str__(self) -> str:
         if not (self.runs or self.errors):
             return "nothing new to send"
-        text = (
-            f"sent {self.bytes:,} bytes of records and {self.files} files of {self.processes} processes"
-            + (f" and {self.edits} edits" if self.edits else "")
-            + f" in {self.runs} runs"
-        )
+        parts = [f"{self.bytes:,} bytes of records and {self.files} files of {self.processes} processes"]
+        parts = (parts if self.processes else []) + ([f"{self.edits} edits"] if self.edits else [])
+        text = f"sent {' and '.join(parts)} in {self.runs} runs"
         return text + (f"; {len(self.errors)} runs failed: {'; '.join(self.errors)}" if self.errors else "")
 
 

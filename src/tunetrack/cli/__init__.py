@@ -1,4 +1,5 @@
-"""The ``tunetrack`` command line: ``ls``, ``show``, ``diff``, ``export``."""
+"""The ``tunetrack`` command line: ``ls``, ``show``, ``diff``, ``export``, ``tag``, ``rename``, ``note``,
+``rm``, ``sync``, ``sync-backend``, ``ui``."""
 
 from .main import cli, main
 

@@ -172,13 +172,16 @@ def test_a_bad_edit_warns_and_leaves_the_run_alone_but_raises_in_strict_mode(roo
     t = Tracker(dir=root, name="keep", system=False).start()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        t.name = ""
+        t.name = None  # a run that exists keeps a name
         t.add_tags("ok", "\n")
+        t.add_tags()  # nothing to add: nothing to say either
     messages = [str(w.message) for w in caught if issubclass(w.category, TunetrackWarning)]
-    assert any("cannot be empty" in m for m in messages) and any("not a tag" in m for m in messages)
+    assert len(messages) == 2, messages
+    assert "cannot be empty" in messages[0] and "not a tag" in messages[1]
     t.finish()
     run = open_run(t.id, dir=root)
     assert (t.name, t.tags, run.name, run.tags) == ("keep", [], "keep", [])
+    assert not list((root / t.id).glob("*.edit"))
     strict = Tracker(dir=root, system=False, strict=True).start()
     with pytest.raises(InvalidValue, match="cannot be empty"):
         strict.name = " "

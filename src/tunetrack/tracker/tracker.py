@@ -137,7 +137,7 @@ class Tracker:
         if value is None and not self._started:
             self._name = None  # the default name, made at start()
             return
-        self._edit(name=value)
+        self._edit(name="" if value is None else value)  # a run that exists keeps a name
 
     @property
     def tags(self) -> list[str]:
@@ -148,11 +148,13 @@ class Tracker:
     def add_tags(self, *tags: str) -> None:
         """Tag the run. Before ``start()`` the run is created with these tags; later they are added to
         it (an edit, as ``tunetrack tag RUN +TAG`` makes). Never raises, except in ``strict`` mode."""
-        self._edit(add=tags)
+        if tags:
+            self._edit(add=tags)
 
     def remove_tags(self, *tags: str) -> None:
         """Untag the run (before or after ``start()``, as ``add_tags``)."""
-        self._edit(remove=tags)
+        if tags:
+            self._edit(remove=tags)
 
     def _edit(self, name: Any = None, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
         """Apply an edit here, and record it in the run once the run exists: through the writer while
@@ -172,8 +174,14 @@ class Tracker:
             if writer is not None and not self._finished:
                 self._messages.append(RunEdit(body))  # finish() drains it before the writer stops
                 return
-        if writer is not None:
-            writer.write_edit(body)
+        if writer is None:
+            return
+        try:
+            writer.write_edit(body)  # a store that cannot be written is warned about there
+        except Exception as exc:
+            if self.strict:
+                raise
+            warn_once(f"edit-after:{self.id}", f"could not store an edit of run {self.id}: {exc!r}")
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Tracker:

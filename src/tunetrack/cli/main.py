@@ -285,6 +285,87 @@ def sync_backend_command(runs: list[str], backend: str, root: str | None) -> Non
         click.echo(f"{run.id} -> {backend}: {done}")
 
 
+@cli.group("import", cls=_Group)
+def import_group() -> None:
+    """Bring runs recorded by another tracker into a tunetrack store.
+
+    One tunetrack run per source run, with its config, metrics (steps and wall times as recorded),
+    tags, name and state. Importing the same source again creates nothing new.
+    """
+
+
+def _import_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--project", default=None, help="Put the runs in this project (default: the source's)."
+    )(fn)
+    return click.option("--dir", "root", default=None, help="The store to import into. " + DIR_HELP)(fn)
+
+
+def _import(source: str, runs: Any, root: str | None, project: str | None) -> None:
+    """Import ``runs`` (a source's ``SourceRun`` iterator), one line per run, then a count."""
+    from ..bridges.importers import import_runs
+    from ..reader import store_at
+    from . import tables
+
+    counts: dict[str, int] = {}
+    with tables.progress(f"import {source}", None) as advance:
+        for done in import_runs(runs, root, project):
+            advance()
+            outcome = done.outcome.split(":")[0]
+            counts[outcome] = counts.get(outcome, 0) + 1
+            points = f" ({done.points:,} points)" if done.outcome == "imported" else ""
+            click.echo(f"{done.run_id or '-':8}  {done.name}: {done.outcome}{points}")
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    click.echo(f"{source} -> {store_at(root)}: {summary}")
+
+
+@import_group.command("tensorboard")
+@click.argument("logdir")
+@_import_options
+@_friendly
+def import_tensorboard(logdir: str, root: str | None, project: str | None) -> None:
+    """TensorBoard event files: each folder under LOGDIR that holds some is a run."""
+    from ..bridges.importers import tensorboard
+
+    _import("tensorboard", tensorboard.runs(logdir), root, project)
+
+
+@import_group.command("mlflow")
+@click.option("--tracking-uri", default=None, help="The MLflow tracking URI (default: $MLFLOW_TRACKING_URI).")
+@click.option("--experiment", default=None, help="Only this experiment's runs (default: every experiment).")
+@_import_options
+@_friendly
+def import_mlflow(
+    tracking_uri: str | None, experiment: str | None, root: str | None, project: str | None
+) -> None:
+    """An MLflow tracking server or store: each MLflow run, in a project named after its experiment."""
+    from ..bridges.importers import mlflow
+
+    _import("mlflow", mlflow.runs(tracking_uri, experiment), root, project)
+
+
+@import_group.command("wandb")
+@click.argument("path")
+@_import_options
+@_friendly
+def import_wandb(path: str, root: str | None, project: str | None) -> None:
+    """W&B run folders on disk: a wandb/ folder, an offline-run-* or run-* folder, or a .wandb file."""
+    from ..bridges.importers import wandb
+
+    _import("wandb", wandb.runs(path), root, project)
+
+
+@import_group.command("trackio")
+@click.argument("trackio_project", required=False)
+@_import_options
+@_friendly
+def import_trackio(trackio_project: str | None, root: str | None, project: str | None) -> None:
+    """trackio's local store (TRACKIO_DIR): TRACKIO_PROJECT's runs, or every project's."""
+    from ..bridges.importers import trackio
+
+    _import("trackio", trackio.runs(trackio_project), root, project)
+
+
 @cli.command("ui")
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option(

@@ -70,9 +70,10 @@ def state_text(state: str) -> Text:
 
 
 @contextlib.contextmanager
-def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
-    """A progress bar on a terminal (stderr); nothing when the output is piped. Yields ``advance``
-    (``advance()`` for one item, ``advance(by=n)`` for n)."""
+def progress(description: str, total: int | None) -> Iterator[Callable[..., None]]:
+    """A progress bar on a terminal (stderr; a spinner and a count when ``total`` is unknown);
+    nothing when the output is piped. Yields ``advance`` (``advance()`` for one item,
+    ``advance(by=n)`` for n)."""
     from rich.progress import Progress
 
     err = Console(stderr=True)
@@ -120,8 +121,11 @@ def _section(title: str, *columns: str) -> Table:
 def head_table(run: Run) -> Table:
     """Metadata: identity, state, times, hosts, git, command line, versions."""
     processes = run.meta.get("processes") or []
-    primary = next((p for p in processes if p.get("role") == "primary"), processes[0] if processes else {})
+    primary = next(
+        (p for p in processes if p.get("role") in ("primary", "import")), processes[0] if processes else {}
+    )
     git = primary.get("git") or {}
+    imported = primary.get("imported") or {}
     flags = ", ".join(x for x in (git.get("branch"), "dirty" if git.get("dirty") else None) if x)
     versions = {"python": primary.get("python"), **(primary.get("versions") or {})}
     head = Table.grid(padding=(0, 2))
@@ -144,6 +148,9 @@ def head_table(run: Run) -> Table:
         ("path", Text(str(run.path))),
     ]:
         head.add_row(label, value)
+    if imported:
+        source = imported.get("path") or imported.get("tracking_uri") or imported.get("project") or ""
+        head.add_row("imported", Text(f"from {imported.get('from')} {source}".strip()))
     return head
 
 

@@ -50,6 +50,9 @@ class RunRequest:
     job: str | None = None
     #: seconds between uploads, for a store in object storage (None: ``settings.upload_interval()``)
     upload_interval: float | None = None
+    #: ``id`` names a new run rather than one to re-attach to (an imported run's id is derived from
+    #: its source, so a second import finds it)
+    new: bool = False
 
 
 @dataclass
@@ -150,9 +153,10 @@ class Writer(threading.Thread):
             opened.project = existing.get("project", opened.project)
         elif request.id is not None:
             opened.resumed = False
-            warn_once(
-                f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
-            )
+            if not request.new:
+                warn_once(
+                    f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
+                )
         meta = {
             **request.process,
             "run_id": opened.id,
@@ -199,10 +203,12 @@ class Writer(threading.Thread):
         )
 
     # -- ending ------------------------------------------------------------------------------------
-    def finish(self, state: str, error: str | None = None, timeout: float = 60.0) -> bool:
-        """Write everything, record how the process ended, and stop; False if that took longer than
-        ``timeout`` (the run may then read as crashed)."""
-        self._end = {"state": state, "traceback": error}
+    def finish(
+        self, state: str, error: str | None = None, timeout: float = 60.0, at: float | None = None
+    ) -> bool:
+        """Write everything, record how the process ended (``at``: when, if not now: an imported run's
+        end), and stop; False if that took longer than ``timeout`` (the run may then read as crashed)."""
+        self._end = {"state": state, "traceback": error, **({"time": at} if at is not None else {})}
         self._stopping.set()
         if threading.current_thread() is not self and self.is_alive():
             self.join(timeout=timeout)

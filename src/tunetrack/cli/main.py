@@ -313,7 +313,8 @@ def _import(source: str, runs: Any, root: str | None, project: str | None) -> No
             advance()
             outcome = done.outcome.split(":")[0]
             counts[outcome] = counts.get(outcome, 0) + 1
-            points = f" ({done.points:,} points)" if done.outcome == "imported" else ""
+            plural = "" if done.points == 1 else "s"
+            points = f" ({done.points:,} point{plural})" if done.outcome == "imported" else ""
             click.echo(f"{done.run_id or '-':8}  {done.name}: {done.outcome}{points}")
     summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
     click.echo(f"{source} -> {store_at(root)}: {summary}")

@@ -63,8 +63,17 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     # torchtune 0.6.1 breaks with torchao >= 0.16
     "torchtune": (
         "tests/e2e/torchtune",
-        # tensorboard, trackio: a tune run mirrored into both (metric_logger.backends=[...])
-        ["torchtune==0.6.1", "torchao==0.15.0", "transformers", "sentencepiece", "tensorboard", "trackio"],
+        # a tune run mirrored into all four trackers (metric_logger.backends=[...]), each read back
+        [
+            "torchtune==0.6.1",
+            "torchao==0.15.0",
+            "transformers",
+            "sentencepiece",
+            "tensorboard",
+            "trackio",
+            "mlflow",
+            "wandb",
+        ],
     ),
     # DDPO/AlignProp exist only up to TRL 0.23.1; they log through Accelerate
     "ddpo": ("tests/e2e/ddpo", ["trl==0.23.1", "diffusers", "transformers", "accelerate", "peft", "pillow"]),

@@ -367,6 +367,54 @@ def import_trackio(trackio_project: str | None, root: str | None, project: str |
     _import("trackio", trackio.runs(trackio_project), root, project)
 
 
+@cli.command("watch")
+@click.option("--dir", "root", default=None, help=DIR_HELP)
+@click.option(
+    "--alert",
+    "urls",
+    multiple=True,
+    help="A webhook URL to alert (repeatable; default: $TUNETRACK_ALERT_URL). Slack and Discord "
+    "webhooks get their own format, any other URL a JSON POST.",
+)
+@click.option(
+    "--stall",
+    type=click.FloatRange(min=0),
+    default=1800,
+    show_default=True,
+    help="Alert when a running run logs no new step for this many seconds (0: never).",
+)
+@click.option(
+    "--interval", type=click.FloatRange(min=0.1), default=30, show_default=True, help="Seconds between polls."
+)
+@_friendly
+def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
+    """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls; Ctrl-C stops.
+
+    A run's own alerts (failed, killed, NaN loss) come from its process; this covers what a dead
+    process cannot send.
+    """
+    import time
+
+    from .. import settings
+    from ..alerts import Alerter
+    from ..reader import list_runs, store_at
+    from .watch import Watcher
+
+    alerter = Alerter(settings.alert_urls(list(urls) or None), interval=0)
+    if not alerter.urls:
+        raise click.ClickException("give a webhook: --alert URL, or set TUNETRACK_ALERT_URL")
+    watcher = Watcher(stall)
+    click.echo(f"watching {store_at(root)} (every {interval:g} s; Ctrl-C stops)")
+    try:
+        while True:
+            for alert in watcher.poll(list_runs(root)):
+                click.echo(alert.line() + (f": {alert.text}" if alert.text else ""))
+                alerter.send(alert)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        alerter.close()
+
+
 @cli.command("ui")
 @click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
 @click.option(

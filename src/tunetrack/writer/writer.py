@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import states
 from .._warnings import warn_once
+from ..alerts import Alert, Alerter
 from ..backends.base import Backend, RunInfo
 from ..health import HealthMonitor
 from ..store import codec, layout, open_store
@@ -81,6 +82,7 @@ class Writer(threading.Thread):
         max_pending: int = 1_000_000,
         strict: bool = False,
         backend_timeout: float = 5.0,
+        alerter: Alerter | None = None,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
         self.queue = queue
@@ -94,6 +96,7 @@ class Writer(threading.Thread):
         self.heartbeat_interval = heartbeat_interval
         self.tick = min(tick, flush_interval)
         self.health = health
+        self.alerter = alerter
         self.max_pending = max_pending
         self.strict = strict
         self.run_info: RunInfo | None = None
@@ -331,6 +334,24 @@ class Writer(threading.Thread):
         step = problem.pop("step")
         self._write_event(Event("health", step, time.time(), problem))
         value = problem["value"]
+        if self.alerter is not None and self.run_info is not None:
+            run, key = self.run_info, problem["key"]
+            spike = problem["problem"].endswith("_spike")
+            text = f"{key} = {value:.6g} at step {step}" + (
+                f" (baseline {problem['baseline']:.6g})" if "baseline" in problem else ""
+            )
+            self.alerter.send(
+                Alert(
+                    f"{key} spiked" if spike else f"{key} is {value}",
+                    text,
+                    "warn",
+                    run.id,
+                    run.name,
+                    run.project,
+                    states.RUNNING,
+                ),
+                key=(run.id, "health", key, problem["problem"]),
+            )
         warn_once(
             f"{self._run_id}:health:{problem['problem']}",
             f"training health: {problem['key']} = {value:.6g} at step {step} "

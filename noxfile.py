@@ -138,6 +138,7 @@ def tests(session: nox.Session) -> None:
         "--ignore=tests/gpu",
         "--ignore=tests/objectstore",
         "--ignore=tests/bridges",
+        "--ignore=tests/notebook",
     )
 
 
@@ -204,6 +205,17 @@ def ui(session: nox.Session) -> None:
     _chromium(session)
     session.install("-e", ".[test,ui]", "playwright", "httpx")  # no torch: the dashboard never needs it
     _pytest(session, "ui", "tests/ui")
+
+
+@nox.session(python="3.11")
+def notebook(session: nox.Session) -> None:
+    """Notebooks: the example notebook executed by a real kernel (nbclient), and its live panel drawn,
+    and growing while a cell trains, in JupyterLab in Debian's Chromium driven by Playwright."""
+    _env(session)
+    _chromium(session)
+    session.install(TORCH)  # the example notebook trains a tiny torch model
+    session.install("-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright")
+    _pytest(session, "notebook", "tests/notebook")
 
 
 #: a real S3-compatible server for the object-store tests (moto's, started by the tests on 127.0.0.1);
@@ -367,6 +379,8 @@ def _default_sessions() -> list[str]:
     sessions += [name for name in ("llamafactory", "deepspeed") if _has_tests(f"tests/e2e/{name}")]
     if _has_tests("tests/ui"):
         sessions.append("ui")
+    if _has_tests("tests/notebook"):
+        sessions.append("notebook")
     if _has_tests("tests/objectstore"):
         sessions.append("objectstore")
     if _has_tests("tests/bridges"):

@@ -9,13 +9,14 @@ from .catalog import Catalog
 from .downsample import m4
 from .find import list_runs, open_run, store_at
 from .run import Run
-from .series import Series, numeric_values
+from .series import Series, chart_points, numeric_values
 
 __all__ = [
     "STATES",
     "Catalog",
     "Run",
     "Series",
+    "chart_points",
     "list_runs",
     "m4",
     "numeric_values",

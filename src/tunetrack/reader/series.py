@@ -73,3 +73,19 @@ def numeric_values(s: Series) -> np.ndarray:
     return np.array(
         [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
     )
+
+
+def chart_points(s: Series, width: int) -> tuple[list[int], list[float | None]]:
+    """What a chart ``width`` pixels wide draws of ``s`` against its steps: the points in step order,
+    at most four per pixel (M4, so no spike is lost), non-numbers and NaN/±Inf as None (a gap)."""
+    import numpy as np
+
+    from .downsample import m4
+
+    steps, values = s.steps, numeric_values(s)
+    if len(steps) > 1 and np.any(np.diff(steps) < 0):
+        order = np.argsort(steps, kind="stable")
+        steps, values = steps[order], values[order]
+    idx = m4(steps, values, width)
+    chosen = values[idx]
+    return steps[idx].tolist(), [float(v) if np.isfinite(v) else None for v in chosen]

@@ -1,0 +1,175 @@
+"""``tunetrack report``: one self-contained HTML file of real runs, read back from the file itself.
+
+What the page shows is the JSON block the file embeds (``report_data``); these tests read that block
+back as the page's script does and check the data, the escaping and the size. That the page draws it,
+offline, is tests/ui/test_report.py's part (a real browser).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import run_script
+from tunetrack import Tracker
+from tunetrack.cli import cli
+from tunetrack.reader import open_run
+from tunetrack.ui.report import UPLOT_JS, UPLOT_LICENSE, WIDTH
+
+XSS = "<img src=x onerror=alert(1)>"
+#: every character the JSON block must escape: one that ends it, one that starts a comment, the line separators
+NASTY = "</script><!--&\u2028\u2029"
+
+
+def seed(root):
+    """``alpha``: 40 steps of loss with a NaN, an infinity and an eval metric logged as None between
+    evaluations, and a checkpoint; the second run: an XSS name and nasty strings everywhere."""
+    a = Tracker(dir=root, name="alpha", project="p", system=False, config={"lr": 0.1, "layers": 2}).start()
+    for step in range(1, 41):
+        loss = math.nan if step == 10 else math.inf if step == 11 else 2.0 / step
+        a.log({"loss": loss, "eval/loss": 1.0 / step if step % 10 == 0 else None}, step=step)
+    a.event("checkpoint", step=20, path="ckpt-20")
+    a.finish()
+    x = Tracker(
+        dir=root, name=XSS, project=NASTY, tags=[NASTY], system=False, config={"lr": 0.2, NASTY: NASTY}
+    )
+    x.start()
+    for step in range(1, 21):
+        x.log({"loss": 3.0 / step}, step=step)
+    x.finish("failed")
+    return a.id, x.id
+
+
+def report(*args: object):
+    return CliRunner().invoke(cli, ["report", *map(str, args)], catch_exceptions=False)
+
+
+def embedded(html: str) -> dict:
+    """The report's data, read the way its page reads it (JSON.parse of the block's text)."""
+    (block,) = re.findall(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(block)
+
+
+def chart(data: dict, key: str) -> dict:
+    (found,) = [c for c in data["charts"] if c["key"] == key]
+    return found
+
+
+def test_one_run(root, tmp_path):
+    a, _ = seed(root)
+    out = tmp_path / "one.html"
+    result = report(a, "--dir", root, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.output == f"wrote {out} (1 run, {out.stat().st_size / 1e3:.0f} kB)\n"  # piped: no bar
+    html = out.read_text()
+    data = embedded(html)
+    (run,) = data["runs"]
+    assert (run["id"], run["name"], run["project"], run["state"]) == (a, "alpha", "p", "finished")
+    assert run["provenance"]["python"] and run["provenance"]["processes"] == 1
+    assert run["summary"]["loss"] == {"last": 0.05, "min": 0.05, "max": 2.0, "step": 40, "count": 40}
+    assert run["config"] == {"lr": "0.1", "layers": "2"}
+    assert [(e["kind"], e["step"], e["path"]) for e in run["events"] if e["kind"] == "checkpoint"] == [
+        ("checkpoint", 20, "ckpt-20")
+    ]
+    assert data["diff"] == []  # one run: nothing to compare
+    (loss,) = chart(data, "loss")["lines"]
+    assert loss["x"] == list(range(1, 41))  # few points: every one of them
+    assert loss["y"][8] == 2.0 / 9 and loss["y"][9] is None and loss["y"][10] is None  # NaN, inf: gaps
+    (evals,) = chart(data, "eval/loss")["lines"]
+    assert evals["x"] == [10, 20, 30, 40]  # logged as None elsewhere: no point there, the line joins them
+    # self-contained: uPlot, its licence, and a policy that lets nothing load
+    assert UPLOT_JS.read_text() in html and UPLOT_LICENSE.read_text().splitlines()[0] in html
+    assert "default-src 'none'" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+
+
+def test_two_runs_overlaid_and_every_string_escaped(root, tmp_path):
+    a, x = seed(root)
+    out = tmp_path / "two.html"
+    assert report(a, x, "--dir", root, "-o", out).exit_code == 0
+    html = out.read_text()
+    data = embedded(html)
+    assert [r["name"] for r in data["runs"]] == ["alpha", XSS]
+    assert data["runs"][1]["tags"] == [NASTY] and data["runs"][1]["config"][NASTY] == NASTY
+    assert [line["run"] for line in chart(data, "loss")["lines"]] == [a, x]
+    assert [line["run"] for line in chart(data, "eval/loss")["lines"]] == [a]
+    assert data["diff"] == [
+        {"key": NASTY, "values": [None, NASTY]},
+        {"key": "layers", "values": ["2", None]},
+        {"key": "lr", "values": ["0.1", "0.2"]},
+    ]
+    # No user string reaches the HTML as markup: the only script ends are the file's own.
+    assert XSS not in html and "\u2028" not in html and "\u2029" not in html
+    assert html.count("</script>") == html.count("<script") == 4  # the data, uPlot, common.js, report.js
+    assert html.count("<!--") == 0
+
+
+def test_a_million_points_stay_small_and_keep_their_spike(root, tmp_path):
+    t = Tracker(dir=root, name="long", system=False).start()
+    for step in range(1_000_000):
+        t.log({"loss": 100.0 if step == 777_777 else math.sin(step / 1000)}, step=step)
+    t.finish()
+    out = tmp_path / "long.html"
+    assert report(t.id, "--dir", root, "-o", out).exit_code == 0
+    assert out.stat().st_size < 1_000_000
+    data = embedded(out.read_text())
+    (line,) = chart(data, "loss")["lines"]
+    assert len(line["x"]) <= 4 * WIDTH
+    assert line["x"][line["y"].index(100.0)] == 777_777  # M4 keeps the single-step spike
+    assert data["runs"][0]["summary"]["loss"]["count"] == open_run(t.id, dir=root).summary()["loss"]["count"]
+
+
+def test_default_name_and_a_run_named_twice(root, tmp_path, monkeypatch):
+    a, _ = seed(root)
+    monkeypatch.chdir(tmp_path)
+    result = report(a, "alpha", "--dir", root)
+    assert result.exit_code == 0
+    assert len(embedded((tmp_path / f"tunetrack-report-{a}.html").read_text())["runs"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nosuchrun"], "Error: no run"),
+        (
+            ["alpha", "-o", "{tmp}/missing/r.html"],
+            "Error: cannot write {tmp}/missing/r.html: No such file or directory",
+        ),
+        (["alpha", "-o", "{tmp}"], "Error: Invalid value for '-o' / '--output'"),
+    ],
+    ids=["unknown run", "missing folder", "a folder"],
+)
+def test_errors_are_one_line(root, tmp_path, args, message):
+    seed(root)
+    result = CliRunner().invoke(cli, ["report", "--dir", str(root), *[a.format(tmp=tmp_path) for a in args]])
+    assert result.exit_code in (1, 2)
+    assert result.output.startswith(message.format(tmp=tmp_path)) and result.output.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no file left behind
+
+
+def test_needs_no_dashboard_dependencies(root, tmp_path):
+    """The ``ui`` extra (FastAPI, uvicorn) is for the server: a report is made without it."""
+    a, _ = seed(root)
+    out = tmp_path / "r.html"
+    run_script(
+        """
+        import sys
+        sys.modules["fastapi"] = sys.modules["uvicorn"] = sys.modules["starlette"] = None  # not installed
+        from tunetrack.cli import main
+        sys.argv = ["tunetrack", "report", *sys.argv[1:]]
+        try:
+            main()
+        except SystemExit as e:
+            assert e.code in (0, None), e.code
+        """,
+        a,
+        "--dir",
+        str(root),
+        "-o",
+        str(out),
+    )
+    assert embedded(out.read_text())["runs"][0]["id"] == a

@@ -2,56 +2,26 @@
 
 What the page shows is the JSON block the file embeds (``report_data``); these tests read that block
 back as the page's script does and check the data, the escaping and the size. That the page draws it,
-offline, is tests/ui/test_report.py's part (a real browser).
+offline, is tests/ui/test_report_browser.py's part (a real browser).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 import pytest
 from click.testing import CliRunner
 
-from helpers import run_script
+from helpers import NASTY, XSS, embedded, run_script, seed_two_runs
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
 from tunetrack.ui.report import UPLOT_JS, UPLOT_LICENSE, WIDTH
 
-XSS = "<img src=x onerror=alert(1)>"
-#: every character the JSON block must escape: one that ends it, one that starts a comment, the line separators
-NASTY = "</script><!--&\u2028\u2029"
-
-
-def seed(root):
-    """``alpha``: 40 steps of loss with a NaN, an infinity and an eval metric logged as None between
-    evaluations, and a checkpoint; the second run: an XSS name and nasty strings everywhere."""
-    a = Tracker(dir=root, name="alpha", project="p", system=False, config={"lr": 0.1, "layers": 2}).start()
-    for step in range(1, 41):
-        loss = math.nan if step == 10 else math.inf if step == 11 else 2.0 / step
-        a.log({"loss": loss, "eval/loss": 1.0 / step if step % 10 == 0 else None}, step=step)
-    a.event("checkpoint", step=20, path="ckpt-20")
-    a.finish()
-    x = Tracker(
-        dir=root, name=XSS, project=NASTY, tags=[NASTY], system=False, config={"lr": 0.2, NASTY: NASTY}
-    )
-    x.start()
-    for step in range(1, 21):
-        x.log({"loss": 3.0 / step}, step=step)
-    x.finish("failed")
-    return a.id, x.id
-
 
 def report(*args: object):
     return CliRunner().invoke(cli, ["report", *map(str, args)], catch_exceptions=False)
-
-
-def embedded(html: str) -> dict:
-    """The report's data, read the way its page reads it (JSON.parse of the block's text)."""
-    (block,) = re.findall(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
-    return json.loads(block)
 
 
 def chart(data: dict, key: str) -> dict:
@@ -60,7 +30,7 @@ def chart(data: dict, key: str) -> dict:
 
 
 def test_one_run(root, tmp_path):
-    a, _ = seed(root)
+    a, _ = seed_two_runs(root)
     out = tmp_path / "one.html"
     result = report(a, "--dir", root, "-o", out)
     assert result.exit_code == 0, result.output
@@ -88,7 +58,7 @@ def test_one_run(root, tmp_path):
 
 
 def test_two_runs_overlaid_and_every_string_escaped(root, tmp_path):
-    a, x = seed(root)
+    a, x = seed_two_runs(root)
     out = tmp_path / "two.html"
     assert report(a, x, "--dir", root, "-o", out).exit_code == 0
     html = out.read_text()
@@ -124,7 +94,7 @@ def test_a_million_points_stay_small_and_keep_their_spike(root, tmp_path):
 
 
 def test_default_name_and_a_run_named_twice(root, tmp_path, monkeypatch):
-    a, _ = seed(root)
+    a, _ = seed_two_runs(root)
     monkeypatch.chdir(tmp_path)
     result = report(a, "alpha", "--dir", root)
     assert result.exit_code == 0
@@ -144,7 +114,7 @@ def test_default_name_and_a_run_named_twice(root, tmp_path, monkeypatch):
     ids=["unknown run", "missing folder", "a folder"],
 )
 def test_errors_are_one_line(root, tmp_path, args, message):
-    seed(root)
+    seed_two_runs(root)
     result = CliRunner().invoke(cli, ["report", "--dir", str(root), *[a.format(tmp=tmp_path) for a in args]])
     assert result.exit_code in (1, 2)
     assert result.output.startswith(message.format(tmp=tmp_path)) and result.output.count("\n") == 1
@@ -153,7 +123,7 @@ def test_errors_are_one_line(root, tmp_path, args, message):
 
 def test_needs_no_dashboard_dependencies(root, tmp_path):
     """The ``ui`` extra (FastAPI, uvicorn) is for the server: a report is made without it."""
-    a, _ = seed(root)
+    a, _ = seed_two_runs(root)
     out = tmp_path / "r.html"
     run_script(
         """

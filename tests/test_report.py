@@ -8,12 +8,15 @@ offline, is tests/ui/test_report_browser.py's part (a real browser).
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
 
-from helpers import NASTY, XSS, embedded, run_script, seed_two_runs
+from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
@@ -119,6 +122,35 @@ def test_errors_are_one_line(root, tmp_path, args, message):
     assert result.exit_code in (1, 2)
     assert result.output.startswith(message.format(tmp=tmp_path)) and result.output.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no file left behind
+
+
+def test_a_progress_bar_on_a_terminal_only(root, tmp_path):
+    """stderr a terminal: a bar that reaches 100% (one step per chart); stdout gets only the result."""
+    a, x = seed_two_runs(root)
+    out = tmp_path / "r.html"
+    terminal, bar_side = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "report", a, x, "--dir", str(root), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=bar_side,
+        env={**os.environ, "PYTHONPATH": SRC, "COLUMNS": "100"},
+    )
+    os.close(bar_side)
+    stdout, _ = proc.communicate(timeout=60)
+    shown = b""
+    while chunk := _read(terminal):
+        shown += chunk
+    os.close(terminal)
+    assert proc.returncode == 0
+    assert stdout.decode().startswith(f"wrote {out} (2 runs, ")
+    assert b"report" in shown and b"100%" in shown
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the other side closed (Linux answers EIO)
+        return b""
 
 
 def test_needs_no_dashboard_dependencies(root, tmp_path):

@@ -13,7 +13,10 @@ from PIL import Image
 
 from conftest import ARTIFACTS
 from helpers import XSS, embedded, seed_two_runs, wait_until
+from tunetrack import TunetrackWarning
 from tunetrack.cli import cli
+from tunetrack.reader import open_run
+from tunetrack.ui import report
 from tunetrack.ui.app import create_app
 
 
@@ -83,6 +86,24 @@ def test_the_file_draws_its_charts_offline_and_shows_names_as_text(browser, writ
     assert attempted == []  # no request left the file (none would have reached anything: offline)
     assert dialogs == []
     assert errors == []  # no script error, and nothing the page's policy refused to load
+
+
+def test_without_uplot_the_report_says_so_and_shows_the_rest(root, tmp_path, browser, monkeypatch):
+    """A build made without npm has no uPlot (hatch_build.py): no charts, and the page says why."""
+    a, _ = seed_two_runs(root)
+    monkeypatch.setattr(report, "UPLOT_JS", tmp_path / "not-built.js")
+    with pytest.warns(TunetrackWarning, match="not built in"):
+        html = report.render([open_run(a, dir=root)])
+    out = tmp_path / "r.html"
+    out.write_text(html)
+    page = browser.new_page()
+    try:
+        page.goto(out.as_uri())
+        wait_until(lambda: "not built in" in page.inner_text("#charts"), timeout=20)
+        assert page.query_selector_all(".chart") == []
+        assert page.inner_text("#runs h2") == f"alpha ({a})"
+    finally:
+        page.close()
 
 
 def test_the_dashboard_serves_the_same_report(root, written):

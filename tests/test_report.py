@@ -16,7 +16,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs
+from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
@@ -94,6 +94,33 @@ def test_a_million_points_stay_small_and_keep_their_spike(root, tmp_path):
     assert len(line["x"]) <= 4 * WIDTH
     assert line["x"][line["y"].index(100.0)] == 777_777  # M4 keeps the single-step spike
     assert data["runs"][0]["summary"]["loss"]["count"] == open_run(t.id, dir=root).summary()["loss"]["count"]
+
+
+def test_system_metrics_chart_per_node_over_seconds_since_the_start(root, tmp_path):
+    class Gpu:
+        name = "gpu"
+        calls = 0
+
+        def sample(self):
+            self.calls += 1
+            return {"gpu.0.util": 50 + self.calls}
+
+        def close(self): ...
+
+    gpu = Gpu()
+    t = Tracker(dir=root, name="sys", system=True, system_interval=0.05, system_sources=[gpu]).start()
+    t.log({"loss": 1.0}, step=1)
+    wait_until(lambda: gpu.calls >= 3)
+    t.finish()
+    out = tmp_path / "r.html"
+    assert report(t.id, "--dir", root, "-o", out).exit_code == 0
+    util = chart(embedded(out.read_text()), "gpu.0.util")
+    assert (util["group"], util["x"]) == ("system", "relative")
+    (node,) = open_run(t.id, dir=root).nodes
+    (line,) = util["lines"]
+    assert line["label"] == f"sys ({t.id}) {node}"
+    assert len(line["x"]) >= 3 and 0 <= line["x"][0] < line["x"][-1] < 60
+    assert line["y"] == sorted(set(line["y"])) and line["y"][0] >= 51 and line["y"][-1] <= 50 + gpu.calls
 
 
 def test_default_name_and_a_run_named_twice(root, tmp_path, monkeypatch):

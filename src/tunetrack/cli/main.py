@@ -219,6 +219,51 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
             stream.close()
 
 
+@cli.command("report")
+@click.argument(
+    "runs", nargs=-1, required=True, callback=lambda ctx, param, v: [_run_ref(ctx, param, r) for r in v]
+)
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: ./tunetrack-report-<run ids>.html).",
+)
+@_friendly
+def report_command(runs: list[str], root: str | None, output: str | None) -> None:
+    """Write one HTML file that shows RUNS: overview, summary, a chart of every metric (the runs
+    overlaid), config and its differences, events.
+
+    The file holds everything it needs (data, scripts, styles): it opens offline in any browser and
+    can be mailed or attached to an issue. Long series are thinned with every spike kept, so a run of
+    a million points makes a file of a few hundred kB.
+    """
+    from ..reader import open_run
+    from ..ui import report
+    from . import tables
+
+    opened = list({r.id: r for r in (open_run(ref, dir=root) for ref in runs)}.values())
+    path = output or report.filename(opened)
+    try:  # before the work: an unwritable path fails at once
+        out = open(path, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
+    with out:
+        try:
+            with tables.progress("report", report.chart_count(opened)) as advance:
+                html = report.render(opened, on_chart=advance)
+        except BaseException:
+            out.close()
+            os.unlink(path)  # no empty file left behind
+            raise
+        out.write(html)
+    size = len(html.encode())
+    shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+    click.echo(f"wrote {path} ({len(opened)} run{'s' if len(opened) > 1 else ''}, {shown})")
+
+
 @cli.command("sync")
 @click.option(
     "--to", "destination", required=True, help="The store to copy to: an object-store URL or a folder."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,3 +38,20 @@ def run_json(
     if detail:
         record.update(error=run.error, meta=run.meta, config=run.config, events=run.events())
     return record
+
+
+def provenance(run: Run) -> dict[str, Any]:
+    """Where and how the run ran, as its primary process recorded it (the first process, if none
+    says so): ``user``; ``git`` (commit, branch, dirty, remote; None outside a repository);
+    ``command`` (the command line, shell-quoted, secrets redacted when it was recorded); ``python``;
+    ``versions`` (of the frameworks installed); and how many ``processes`` wrote the run."""
+    processes = run.meta["processes"]
+    primary = next((p for p in processes if p.get("role") == "primary"), processes[0] if processes else {})
+    return {
+        "processes": len(processes),
+        "user": primary.get("user"),
+        "git": primary.get("git") or None,
+        "command": shlex.join(map(str, primary.get("argv") or [])) or None,
+        "python": primary.get("python"),
+        "versions": dict(primary.get("versions") or {}),
+    }

@@ -75,13 +75,27 @@ def numeric_values(s: Series) -> np.ndarray:
     )
 
 
+def present(s: Series) -> Series:
+    """The points that hold a value. A key logged as None (TRL's GRPO trainer does it; so does
+    ``log({"eval/loss": x if evaluating else None})``) has no point at that step: it was not measured
+    there, unlike a NaN, which was."""
+    import numpy as np
+
+    if s.values.dtype != object:
+        return s
+    keep = np.fromiter((v is not None for v in s.values), bool, len(s))
+    return Series(s.steps[keep], s.values[keep], s.times[keep])
+
+
 def chart_points(s: Series, width: int) -> tuple[list[int], list[float | None]]:
     """What a chart ``width`` pixels wide draws of ``s`` against its steps: the points in step order,
-    at most four per pixel (M4, so no spike is lost), non-numbers and NaN/±Inf as None (a gap)."""
+    at most four per pixel (M4, so no spike is lost); steps logged as None have no point (``present``),
+    NaN/±Inf and non-numbers are None (a gap)."""
     import numpy as np
 
     from .downsample import m4
 
+    s = present(s)
     steps, values = s.steps, numeric_values(s)
     if len(steps) > 1 and np.any(np.diff(steps) < 0):
         order = np.argsort(steps, kind="stable")

@@ -23,6 +23,7 @@ from .._warnings import warn_once
 from ..config import MISSING, diff
 from ..errors import TunetrackError
 from ..reader import Catalog, Run, Series, m4, numeric_values, run_json
+from .report import filename, render
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -224,6 +225,15 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         ra, rb = run_or_404(a), run_or_404(b)
         rows = [{"key": k, "a": va, "b": vb} for k, (va, vb) in _differing([ra.flat_config, rb.flat_config])]
         return {"a": ra.id, "b": rb.id, "rows": rows}
+
+    @app.get(
+        "/api/report", summary="The runs as one self-contained HTML file (tunetrack report), to download"
+    )
+    def report(run: Annotated[list[str], Query()]) -> HTMLResponse:
+        rs = [run_or_404(i) for i in run]
+        return HTMLResponse(
+            render(rs), headers={"Content-Disposition": f'attachment; filename="{filename(rs)}"'}
+        )
 
     @app.get("/api/runs/{run_id}/media/{path:path}", summary="An image stored with the run")
     def media(run_id: str, path: str) -> Response:

@@ -60,7 +60,7 @@ def _panel_class() -> type:
 
     class Panel(_widget_base()):  # type: ignore[misc]
         """A live panel of runs: ``runs`` (id, name, project, state, step) and ``series`` (per run, per
-        key: steps and values, None for a gap), synced to the front end."""
+        key: steps and values, None for NaN), synced to the front end."""
 
         _esm = esm
         _css = css

@@ -1,6 +1,6 @@
 // The notebook panel's front end (an anywidget ES module; ui/notebook.py prepends uPlot to it).
 // User data is inserted with textContent only. The model holds `runs` ([{id, name, project, state,
-// step}]) and `series` ({run id: {key: [steps, values]}}, values null where there is no number).
+// step}]) and `series` ({run id: {key: [steps, values]}}, values null for NaN and ±Inf).
 
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#4d7c0f", "#be185d"];
 
@@ -60,7 +60,8 @@ function render({ model, el }) {
           width: 420, height: 200, legend: { show: withKey.length > 1 },
           scales: { x: { time: false } },
           series: [{ label: "step" }, ...withKey.map((r, i) => ({
-            label: r.name, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
+            // steps logged as None are not sent (the line joins its neighbours); NaN is null: a gap
+            label: r.name, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
             // a point with no drawn neighbour (a metric logged at a few steps) still shows
             points: { show: (u, si, i0, i1) => i1 - i0 < 300, size: 5 },
           }))],

@@ -236,6 +236,20 @@ def test_compare_and_diff_compare_configs_as_data(root):
         assert diff == [{"key": "flag", "a": "True", "b": "1"}, {"key": "opt", "a": "None", "b": None}]
 
 
+def test_compare_prints_values_exact_where_short_would_hide_a_difference(root):
+    ids = []
+    for lr, wd in [(3e-4, 0.1), (0.1 * 3e-3, 0.2), (2e-4, 0.1 * 3)]:
+        t = Tracker(dir=root, name=f"lr{lr}", system=False, config={"lr": lr, "wd": wd}).start()
+        t.finish()
+        ids.append(t.id)
+    with client(root) as c:
+        rows = c.get("/api/compare", params={"id": ids}).json()["rows"]
+        assert rows == [
+            {"key": "lr", "values": ["0.0003", "0.00030000000000000003", "0.0002"]},
+            {"key": "wd", "values": ["0.1", "0.2", "0.3"]},  # 0.30000000000000004: no other 0.3 here
+        ]
+
+
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):
     t = Tracker(dir=root, name="done", system=False).start()
     for step in range(1, 11):

@@ -6,13 +6,11 @@ import re
 import time
 
 import httpx
-import pytest
+import numpy as np
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, XSS
 from helpers import drag_across, spawn_script, wait_until
 from tunetrack import Tracker
-
-XSS = "<img src=x onerror=alert(1)>"
 
 
 def _seed(root):
@@ -33,16 +31,6 @@ def _seed(root):
     x.log({"loss": 1.0}, step=1)
     x.finish("killed")
     return a.id, b.id, x.id
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    yield page
-    context.close()
 
 
 def test_runs_table_run_page_and_compare(root, server_factory, page):
@@ -268,3 +256,36 @@ def test_without_the_charting_library_the_pages_say_so(root, server_factory, pag
     wait_until(lambda: "rebuild with npm available" in page.inner_text("#charts"), timeout=20)
     assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == ["lr"]
     assert page.dialogs == []
+
+
+def test_config_numbers_print_without_float_noise(root, server_factory, page):
+    """Arithmetic's last bits and float32 values widened to float64 are not printed (the exact value
+    shows on hover); integers beyond 2**53 print exact (a browser's numbers would round them)."""
+    config = {
+        "optim": {"lr": 0.1 * 3e-3, "betas": [0.9, np.float32(0.999)]},
+        "warmup": np.float32(0.03),
+        "seed": 2**63 - 1,
+    }
+    a = Tracker(dir=root, name="a", system=False, config=config).start()
+    a.finish()
+    b = Tracker(dir=root, name="b", system=False, config={**config, "optim": {"lr": 2e-4}}).start()
+    b.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{a.id}")
+    page.wait_for_selector("#config [data-path='seed']")
+
+    def value(path):
+        return page.query_selector(f"#config [data-path='{path}'] .cfg-value")
+
+    shown = {p: value(p).inner_text() for p in ("optim.lr", "optim.betas", "warmup", "seed")}
+    assert shown == {
+        "optim.lr": "0.0003",
+        "optim.betas": "[0.9, 0.999]",
+        "warmup": "0.03",
+        "seed": "9223372036854775807",
+    }
+    assert value("optim.lr").get_attribute("title") == "0.00030000000000000003"
+    assert value("seed").get_attribute("title") is None
+    page.goto(f"{server.base}/compare?ids={a.id},{b.id}")
+    page.wait_for_selector("#diff tbody tr[data-key='optim.lr']")
+    assert page.inner_text("#diff tbody tr[data-key='optim.lr']").split() == ["optim.lr", "0.0003", "0.0002"]

@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from .._warnings import warn_once
-from ..config import MISSING, diff
+from ..config import MISSING, diff, text
 from ..errors import TunetrackError
 from ..reader import Catalog, Run, Series, m4, numeric_values, run_json
 
@@ -87,8 +87,14 @@ def _points(
 
 def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]]:
     """(key, each run's value as text, None where absent) for every flat config key whose values differ
-    (``config.diff``: the comparison ``tunetrack diff`` makes)."""
-    return [(key, [None if v is MISSING else str(v) for v in values]) for key, values in diff(flats)]
+    (``config.diff``: the comparison ``tunetrack diff`` makes). Where the printed values would hide a
+    difference (``0.0003`` against ``0.00030000000000000003``), the row shows them exact."""
+    out = []
+    for key, values in diff(flats):
+        present = [v for v in values if v is not MISSING]
+        show = text if len(set(map(text, present))) == len(set(map(repr, present))) else str
+        out.append((key, [None if v is MISSING else show(v) for v in values]))
+    return out
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -135,7 +141,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         r = run_or_404(run_id)
         return {
             **run_json(r, detail=True),
-            "flat_config": {k: str(v) for k, v in r.flat_config.items()},
+            "flat_config": {k: text(v) for k, v in r.flat_config.items()},  # as the page prints them
             "keys": r.keys(),
             "system_keys": r.system_keys(),
             "nodes": r.nodes,

@@ -152,13 +152,15 @@ function configNodes(config, path, query, depth) {
       out.push(section);
       continue;
     }
-    const text = typeof value === "string" ? value : JSON.stringify(value);
+    const text = run.flat_config[full];  // as the server prints it: numbers without float noise
     if (query && !full.toLowerCase().includes(query) && !text.toLowerCase().includes(query)) continue;
     const entry = el("div", null, "cfg-entry");
     entry.dataset.path = full;
     const name = el("span", key, "cfg-key");
     name.style.paddingLeft = indent;
-    entry.append(name, el("span", text, "cfg-value"));
+    const shown = el("span", text, "cfg-value");
+    if (typeof value === "number" && Number(text) !== value) shown.title = String(value);  // exact, on hover
+    entry.append(name, shown);
     out.push(entry);
   }
   return out;

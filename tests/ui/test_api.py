@@ -179,6 +179,25 @@ def test_batched_cursors_send_every_point_once(root):
     assert seen == {"loss": list(range(1, 121)), "eval": list(range(3, 121, 3))}
 
 
+def test_a_key_logged_as_none_sends_only_its_values_live_and_whole(root):
+    """Steps where the key was logged as None are no points, in the live answers (each point once)
+    as in the whole series."""
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    seen, cursor = [], 0
+    with client(root) as c:
+        for batch in range(4):
+            for step in range(batch * 25 + 1, (batch + 1) * 25 + 1):
+                t.log({"loss": 1.0, "eval/loss": float(step) if step % 10 == 0 else None}, step=step)
+            t.flush()
+            data = c.get(f"/api/runs/{t.id}/series", params={"key": "eval/loss", "cursor": cursor}).json()
+            assert data["x"] == data["y"] and data["total"] == (batch + 1) * 25 // 10
+            seen += data["x"]
+            cursor = data["cursor"]
+        whole = c.get(f"/api/runs/{t.id}/series", params={"key": "eval/loss"}).json()
+    t.finish()
+    assert seen == whole["x"] == list(range(10, 101, 10)) and whole["total"] == 10
+
+
 def test_batch_entries_say_what_they_cannot_read(root, spiky):
     with client(root) as c:
         params = {

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import math
 import re
 import time
 
 import httpx
 import numpy as np
+from PIL import Image
 
 from conftest import ARTIFACTS, XSS
 from helpers import drag_across, spawn_script, wait_until
@@ -256,6 +259,44 @@ def test_without_the_charting_library_the_pages_say_so(root, server_factory, pag
     wait_until(lambda: "rebuild with npm available" in page.inner_text("#charts"), timeout=20)
     assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == ["lr"]
     assert page.dialogs == []
+
+
+def _line_columns(page, chart) -> set[int]:
+    """The columns of a chart's plot area where its line's colour shows (``lineColor(0)`` in
+    common.js, hsl(210 70% 42%), or its anti-aliased edge), read from a screenshot: what a user sees."""
+    page.mouse.move(0, 0)  # off the chart: uPlot draws a dot where the cursor hovers
+    image = Image.open(io.BytesIO(chart.query_selector(".u-over").screenshot())).convert("RGB")
+    r, g, b = np.moveaxis(np.asarray(image, dtype=np.int16), 2, 0)
+    return set(np.nonzero(((b - r > 60) & (b - g > 30)).any(axis=0))[0].tolist())
+
+
+def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, server_factory, page):
+    """TRL's GRPO trainer, and ``log({"eval/loss": x if evaluating else None})``, log a key as None at
+    most steps. Its few points are joined across the Nones, and a point with no neighbour (alone, or
+    between NaN gaps) gets a dot: in the chart's pixels, not only in its data."""
+    t = Tracker(dir=root, name="sparse", system=False).start()
+    for step in range(1, 201):
+        t.log(
+            {
+                "loss": 1.0 / step,
+                "eval/loss": 2.0 - step / 100 if step % 50 == 0 else None,
+                "eval/once": 0.5 if step == 120 else None,
+                "reward": 1.0 if step == 100 else math.nan,
+            },
+            step=step,
+        )
+    t.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{t.id}")
+    wait_until(lambda: len(page.query_selector_all("#charts .chart[data-drawn]")) == 4, timeout=20)
+    charts = {c.get_attribute("data-key"): c for c in page.query_selector_all("#charts .chart")}
+    assert [charts[k].get_attribute("data-points") for k in ("eval/loss", "eval/once")] == ["4", "1"]
+    plot_width = charts["loss"].query_selector(".u-over").bounding_box()["width"]
+    assert len(_line_columns(page, charts["loss"])) > 0.9 * plot_width
+    assert len(_line_columns(page, charts["eval/loss"])) > 0.9 * plot_width  # one line, steps 50 to 200
+    assert _line_columns(page, charts["eval/once"])
+    assert _line_columns(page, charts["reward"])  # a dot between two NaN gaps
+    page.screenshot(path=str(ARTIFACTS / "sparse.png"), full_page=True)
 
 
 def test_config_numbers_print_without_float_noise(root, server_factory, page):

@@ -9,7 +9,7 @@ from .catalog import Catalog
 from .downsample import m4
 from .find import list_runs, open_run, store_at
 from .run import Run
-from .series import Series, numeric_values
+from .series import Series, numeric_values, present
 
 __all__ = [
     "STATES",
@@ -20,6 +20,7 @@ __all__ = [
     "m4",
     "numeric_values",
     "open_run",
+    "present",
     "run_json",
     "store_at",
 ]

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from .._warnings import warn_once
 from ..config import MISSING, diff, text
 from ..errors import TunetrackError
-from ..reader import Catalog, Run, Series, m4, numeric_values, run_json
+from ..reader import Catalog, Run, Series, m4, numeric_values, present, run_json
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -55,23 +55,28 @@ def _points(
     """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (as the
     last answer returned it), only the points after it. The cursor also holds how many rewinds the run
     had: after a rewind the client's points are stale (hidden points may have been logged again, even
-    as many as were hidden), so the answer is ``reset`` and the client starts over. (NaN and ±Inf
-    leave as null, a gap in the line: FastAPI serializes through pydantic, which writes them so.)"""
-    xs = s.steps if x == "step" else s.times
-    values = numeric_values(s)
-    total = len(s)
-    new_cursor = rewinds << CURSOR_BITS | total
+    as many as were hidden), so the answer is ``reset`` and the client starts over. A step where the
+    key was logged as None is no point (``present``): a metric measured now and then draws its points
+    joined. (NaN and ±Inf leave as null, a gap in the line: FastAPI serializes through pydantic, which
+    writes them so.)"""
+    rows = len(s)  # the cursor counts the key's rows, None or not: what the client has is a prefix
+    new_cursor = rewinds << CURSOR_BITS | rows
     if cursor is not None:
         seen, had = cursor >> CURSOR_BITS, cursor & ((1 << CURSOR_BITS) - 1)
-        if cursor and (seen != rewinds or had > total):  # 0: from the start, whatever happened
-            return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
+        if cursor and (seen != rewinds or had > rows):  # 0: from the start, whatever happened
+            return {"reset": True, "cursor": 0, "total": len(present(s)), "x": [], "y": []}
+        new = present(Series(s.steps[had:], s.values[had:], s.times[had:]))
         return {
             "reset": False,
             "cursor": new_cursor,
-            "total": total,
-            "x": xs[had:].tolist(),
-            "y": values[had:].tolist(),
+            "total": len(present(s)),
+            "x": (new.steps if x == "step" else new.times).tolist(),
+            "y": numeric_values(new).tolist(),
         }
+    s = present(s)
+    xs = s.steps if x == "step" else s.times
+    values = numeric_values(s)
+    total = len(s)
     if total > 1 and np.any(np.diff(xs) < 0):
         order = np.argsort(xs, kind="stable")
         xs, values = xs[order], values[order]

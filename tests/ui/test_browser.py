@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 
 import httpx
@@ -12,8 +16,9 @@ import numpy as np
 from PIL import Image
 
 from conftest import ARTIFACTS, XSS
-from helpers import drag_across, spawn_script, wait_until
+from helpers import SRC, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
+from tunetrack.reader import open_run
 
 
 def _seed(root):
@@ -330,3 +335,94 @@ def test_config_numbers_print_without_float_noise(root, server_factory, page):
     page.goto(f"{server.base}/compare?ids={a.id},{b.id}")
     page.wait_for_selector("#diff tbody tr[data-key='optim.lr']")
     assert page.inner_text("#diff tbody tr[data-key='optim.lr']").split() == ["optim.lr", "0.0003", "0.0002"]
+
+
+TRAIN = '''
+import sys, threading
+import numpy as np
+from tunetrack import Tracker
+
+released = threading.Event()
+
+
+class Stalls(np.float64):
+    """A scalar whose .item() waits until released, as a GPU scalar's waits for the kernels queued
+    before it: it stalls the writer thread, which converts such values."""
+
+    def item(self):
+        released.wait(30)
+        return float(self)
+
+
+class Gone:
+    """A backend whose tracking server went away."""
+
+    def start(self, run): ...
+    def log_config(self, config): ...
+    def log(self, rows):
+        raise ConnectionError("tracking server went away")
+    def finish(self, state): ...
+
+
+t = Tracker(dir=sys.argv[2], name=sys.argv[1], system=False, max_pending=100, backends=[Gone()]).start()
+t.log({"loss": Stalls(1.0)}, step=0)
+for step in range(1, 31):  # more than the writer's backlog holds while it waits: some are dropped
+    t.log({"loss": 1.0 / step}, step=step)
+released.set()
+t.finish()
+print(t.id)
+'''
+
+
+def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page, tmp_path):
+    """What ``tunetrack show`` prints above its tables: hosts, git commit and dirty flag, command line,
+    versions, duration, the last values, and the rows that were not kept (dropped by a stalled writer,
+    not sent to a backend that went away). The command line holds a run name that is markup: text."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").write_text(TRAIN)
+
+    def git(*args):
+        config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=trunk"]
+        done = subprocess.run(["git", *config, *args], cwd=repo, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "train.py")
+    git("commit", "-q", "-m", "train")
+    with open(repo / "train.py", "a") as f:
+        f.write("# an edit not committed\n")
+    env = {**os.environ, "PYTHONPATH": SRC}
+    trained = subprocess.run(
+        [sys.executable, "train.py", XSS, str(root)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    run_id = trained.stdout.strip()
+    run = open_run(run_id, dir=root)
+    counters, summary = run.counters(), run.summary()
+    assert counters["dropped_rows"] > 0 and counters["backend_missed/Gone"] > 0
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{run_id}")
+    page.wait_for_selector("#summary tbody tr")
+    facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#facts dd")}
+    assert facts["hosts"] == socket.gethostname()
+    assert facts["git"].split(" · ") == [git("rev-parse", "HEAD")[:12], "trunk", "dirty"]
+    assert facts["command"] == f"train.py '{XSS}' {root}"
+    assert re.search(r"\bpython 3\.\d+", facts["versions"]) and re.search(r"\bnumpy \d", facts["versions"])
+    assert re.fullmatch(r"\d+m\d\ds", facts["duration"]) and facts["ended"] != "—"
+    assert facts["not kept"] == (
+        f"{counters['dropped_rows']} rows dropped (the writer could not keep up); "
+        f"{counters['backend_missed/Gone']} rows not sent to Gone"
+    )
+    rows = page.query_selector_all("#summary tbody tr")
+    shown = {tr.get_attribute("data-key"): tr.inner_text().split("\t") for tr in rows}
+    assert list(shown) == list(summary) == ["loss", "tunetrack/dropped_rows", "tunetrack/backend_missed/Gone"]
+    assert shown["loss"][4:] == [str(summary["loss"]["step"]), str(summary["loss"]["count"])]
+    assert shown["tunetrack/dropped_rows"][1] == str(counters["dropped_rows"])
+    assert XSS in page.inner_text("#title") and page.query_selector("img[src='x']") is None
+    page.screenshot(path=str(ARTIFACTS / "overview.png"))
+    assert page.dialogs == []

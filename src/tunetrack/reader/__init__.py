@@ -4,7 +4,7 @@ keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON sh
 series for drawing."""
 
 from ..states import STATES
-from .as_json import run_json
+from .as_json import provenance, run_json
 from .catalog import Catalog
 from .downsample import m4
 from .find import list_runs, open_run, store_at
@@ -21,6 +21,7 @@ __all__ = [
     "numeric_values",
     "open_run",
     "present",
+    "provenance",
     "run_json",
     "store_at",
 ]

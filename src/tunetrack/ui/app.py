@@ -141,11 +141,12 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
         return catalog.rows(project=project, state=state)
 
-    @app.get("/api/runs/{run_id}", summary="One run: metadata, config, keys, events")
+    @app.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
     def run(run_id: str) -> dict[str, Any]:
         r = run_or_404(run_id)
         return {
             **run_json(r, detail=True),
+            "summary": r.summary(),
             "flat_config": {k: text(v) for k, v in r.flat_config.items()},  # as the page prints them
             "keys": r.keys(),
             "system_keys": r.system_keys(),

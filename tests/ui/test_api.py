@@ -269,6 +269,22 @@ def test_compare_prints_values_exact_where_short_would_hide_a_difference(root):
         ]
 
 
+def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    t.log({"train/loss": 0.5, "reward": 2.0, "lr": 0.1}, step=1)
+    t.finish()
+    with client(root) as c:
+        assert c.get("/api/runs").json()[0]["last"] == {"train/loss": 0.5}  # the loss-like keys
+        assert c.get("/api/runs", params={"key": ["reward", "nope"]}).json()[0]["last"] == {"reward": 2.0}
+        assert c.get("/api/keys").json() == {
+            "keys": ["lr", "reward", "train/loss"],
+            "default": ["train/loss"],
+        }
+        page = c.get("/", params={"key": ["reward", "a&b"]}).text  # preloads what its script asks for
+        assert '<link rel="preload" href="/api/runs?key=reward&amp;key=a%26b" as="fetch"' in page
+        assert '<link rel="preload" href="/api/runs" as="fetch"' in c.get("/").text
+
+
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):
     t = Tracker(dir=root, name="done", system=False).start()
     for step in range(1, 11):

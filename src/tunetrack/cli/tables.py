@@ -88,7 +88,7 @@ def progress(description: str, total: int | None) -> Iterator[Callable[..., None
 def runs_table(runs: list[Run], latest: list[dict[str, Any]]) -> Table:
     """The ``ls`` table; ``latest[i]`` is ``runs[i].latest()``. Its metric columns are the loss-like
     keys the runs logged."""
-    metrics = [k for k in metric_keys.LOSS_LIKE if any(k in last["values"] for last in latest)]
+    metrics = metric_keys.loss_columns(k for last in latest for k in last["values"])
     table = Table(show_edge=False, header_style="bold")
     for col in ("id", "name", "project", "state", "tags", "hosts", "created", "duration", "step", *metrics):
         numeric = col == "step" or col in metrics

@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from ..metric_keys import LOSS_LIKE
@@ -58,11 +59,27 @@ class Catalog:
             run._forget()
         return run
 
-    def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        """The runs table, newest first (``reader.run_json`` with the loss-like last values). A row
-        is built from the run's small files (run.json, the processes' metadata and end records, which
-        hold each key's last value); only a run that is still writing has its data read,
-        incrementally, through the parsed-run cache.
+    def rows(
+        self, project: str | None = None, state: str | None = None, keys: Sequence[str] = LOSS_LIKE
+    ) -> list[dict[str, Any]]:
+        """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
+        the run has a last value of)."""
+        out = [
+            {**row, "last": {k: row["last"][k] for k in keys if k in row["last"]}}
+            for row in self._table()
+            if (project is None or row["project"] == project) and (state is None or row["state"] == state)
+        ]
+        return sorted(out, key=lambda row: row["created"], reverse=True)
+
+    def keys(self) -> list[str]:
+        """Every metric key some run of the table has a last value of, sorted."""
+        return sorted({key for row in self._table() for key in row["last"]})
+
+    def _table(self) -> list[dict[str, Any]]:
+        """Every run's row, with the last value of each of its keys. A row is built from the run's
+        small files (run.json, the processes' metadata and end records, which hold each key's last
+        value); only a run that is still writing has its data read, incrementally, through the
+        parsed-run cache.
 
         An ended run's row is kept while its stamp (its folder's mtime) is unchanged: its files change
         only by being created or renamed into place (a resumed run adds files). So a table of 1,000
@@ -86,14 +103,9 @@ class Catalog:
             live = run.state == "running"
             stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
             shown = self._fresh(run) if live else run
-            rows[run_id] = (stamp, now, run_json(shown, shown.latest(), last_keys=LOSS_LIKE))
+            rows[run_id] = (stamp, now, run_json(shown, shown.latest()))
         self._rows = rows
-        out = [
-            row
-            for _, _, row in rows.values()
-            if (project is None or row["project"] == project) and (state is None or row["state"] == state)
-        ]
-        return sorted(out, key=lambda row: row["created"], reverse=True)
+        return [row for _, _, row in rows.values()]
 
 
 def _settled(stamp: Any) -> bool:

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import mimetypes
 import os
+from html import escape
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ from fastapi.staticfiles import StaticFiles
 from .._warnings import warn_once
 from ..config import MISSING, diff, text
 from ..errors import TunetrackError
+from ..metric_keys import LOSS_LIKE, loss_columns
 from ..reader import Catalog, Run, Series, m4, numeric_values, present, run_json
 
 STATIC = Path(__file__).parent / "static"
@@ -137,9 +139,18 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    @app.get("/api/runs", summary="Runs, newest first")
-    def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        return catalog.rows(project=project, state=state)
+    @app.get("/api/runs", summary="Runs, newest first, with the last value of each metric key asked for")
+    def runs(
+        project: str | None = None,
+        state: str | None = None,
+        key: Annotated[list[str] | None, Query(description="default: the loss-like keys")] = None,
+    ) -> list[dict[str, Any]]:
+        return catalog.rows(project=project, state=state, keys=LOSS_LIKE if key is None else key)
+
+    @app.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
+    def keys() -> dict[str, list[str]]:
+        every = catalog.keys()
+        return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
 
     @app.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
     def run(run_id: str) -> dict[str, Any]:
@@ -291,7 +302,11 @@ def _uplot_tag() -> str | None:
 
 
 def _page(html: str) -> Any:
-    def serve() -> HTMLResponse:
-        return HTMLResponse(html)
+    def serve(request: Request) -> HTMLResponse:
+        # The runs table's URL holds its columns (and the API takes the same query): the page
+        # preloads its rows from "/api/runs<!--query-->", so they are on their way before its
+        # script runs, and the script then asks for that very URL.
+        query = request.url.query
+        return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}") if query else ""))
 
     return serve

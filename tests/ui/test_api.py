@@ -285,6 +285,31 @@ def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
         assert '<link rel="preload" href="/api/runs" as="fetch"' in c.get("/").text
 
 
+def test_a_poll_of_an_unchanged_runs_table_is_a_304(root):
+    """The page polls the table every 3 s, and its browser sends the ETag it has: 10,000 rows are
+    neither built nor sent again while no run changed."""
+    t = Tracker(dir=root, name="live", system=False).start()
+    t.log({"loss": 1.0}, step=1)
+    t.flush()
+    with client(root) as c:
+        first = c.get("/api/runs")
+        etag = first.headers["etag"]
+        assert first.headers["cache-control"] == "no-cache"  # asked again each time, with the ETag
+        same = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert same.status_code == 304 and same.content == b""
+        t.log({"loss": 0.5}, step=2)
+        t.flush()
+        grown = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert grown.status_code == 200 and grown.json()[0]["last"] == {"loss": 0.5}
+        etag = grown.headers["etag"]
+        other = c.get("/api/runs", params={"key": "nope"})  # another query: its own rows
+        assert other.json()[0]["last"] == {} and other.headers["etag"] == etag
+        assert c.get("/api/runs").json() == grown.json()
+        t.finish()
+        ended = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert ended.status_code == 200 and ended.json()[0]["state"] == "finished"
+
+
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):
     t = Tracker(dir=root, name="done", system=False).start()
     for step in range(1, 11):

@@ -11,6 +11,9 @@ import hashlib
 import hmac
 import mimetypes
 import os
+import secrets
+import threading
+from collections import OrderedDict
 from html import escape
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,6 +22,7 @@ import numpy as np
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import TypeAdapter
 
 from .._warnings import warn_once
 from ..config import MISSING, diff, text
@@ -40,6 +44,8 @@ UPLOT = {
 
 
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
+#: the runs table to JSON as FastAPI writes a response (NaN and ±Inf as null), without validating it
+ROWS = TypeAdapter(list[dict[str, Any]])
 
 
 def _find(run: Run, key: str, node: str | None) -> Series | None:
@@ -139,16 +145,44 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    @app.get("/api/runs", summary="Runs, newest first, with the last value of each metric key asked for")
+    # The runs table as JSON, by query, with the table's version it shows: a poll finds it unchanged
+    # (a 304, or these bytes for another browser) without building and serializing 10,000 rows.
+    listings: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+    listings_lock = threading.Lock()
+    boot = secrets.token_hex(4)  # in the ETag: another server's (or a restarted one's) versions differ
+
+    @app.get(
+        "/api/runs",
+        summary="Runs, newest first, with the last value of each metric key asked for",
+        description="With an ETag: a request whose If-None-Match holds it is answered 304 while no run changed.",
+        response_model=list[dict[str, Any]],
+    )
     def runs(
+        request: Request,
         project: str | None = None,
         state: str | None = None,
         key: Annotated[list[str] | None, Query(description="default: the loss-like keys")] = None,
-    ) -> list[dict[str, Any]]:
-        return catalog.rows(project=project, state=state, keys=LOSS_LIKE if key is None else key)
+    ) -> Response:
+        version = catalog.refresh()
+        headers = {"ETag": f'"{boot}-{version}"', "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        query = request.url.query
+        with listings_lock:
+            shown, body = listings.get(query, (None, b""))
+        if shown != version:
+            rows = catalog.rows(project=project, state=state, keys=LOSS_LIKE if key is None else key)
+            body = ROWS.dump_json(rows)
+            with listings_lock:
+                listings[query] = (version, body)
+                listings.move_to_end(query)
+                while len(listings) > 8:  # queries (column choices) kept
+                    listings.popitem(last=False)
+        return Response(body, media_type="application/json", headers=headers)
 
     @app.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
     def keys() -> dict[str, list[str]]:
+        catalog.refresh()
         every = catalog.keys()
         return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
 

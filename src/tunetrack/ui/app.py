@@ -67,24 +67,23 @@ def _points(
     key was logged as None is no point (``present``): a metric measured now and then draws its points
     joined. (NaN and ±Inf leave as null, a gap in the line: FastAPI serializes through pydantic, which
     writes them so.)"""
-    rows = len(s)  # the cursor counts the key's rows, None or not: what the client has is a prefix
+    rows, points = len(s), present(s)  # the cursor counts rows, None or not: the client has a prefix
+    total = len(points)
     new_cursor = rewinds << CURSOR_BITS | rows
     if cursor is not None:
         seen, had = cursor >> CURSOR_BITS, cursor & ((1 << CURSOR_BITS) - 1)
         if cursor and (seen != rewinds or had > rows):  # 0: from the start, whatever happened
-            return {"reset": True, "cursor": 0, "total": len(present(s)), "x": [], "y": []}
+            return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
         new = present(Series(s.steps[had:], s.values[had:], s.times[had:]))
         return {
             "reset": False,
             "cursor": new_cursor,
-            "total": len(present(s)),
+            "total": total,
             "x": (new.steps if x == "step" else new.times).tolist(),
             "y": numeric_values(new).tolist(),
         }
-    s = present(s)
-    xs = s.steps if x == "step" else s.times
-    values = numeric_values(s)
-    total = len(s)
+    xs = points.steps if x == "step" else points.times
+    values = numeric_values(points)
     if total > 1 and np.any(np.diff(xs) < 0):
         order = np.argsort(xs, kind="stable")
         xs, values = xs[order], values[order]
@@ -104,8 +103,8 @@ def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]
     difference (``0.0003`` against ``0.00030000000000000003``), the row shows them exact."""
     out = []
     for key, values in diff(flats):
-        present = [v for v in values if v is not MISSING]
-        show = text if len(set(map(text, present))) == len(set(map(repr, present))) else str
+        given = [v for v in values if v is not MISSING]
+        show = text if len(set(map(text, given))) == len(set(map(repr, given))) else str
         out.append((key, [None if v is MISSING else show(v) for v in values]))
     return out
 

@@ -64,10 +64,18 @@ class Catalog:
         return run
 
     def rows(
-        self, project: str | None = None, state: str | None = None, keys: Sequence[str] = LOSS_LIKE
+        self,
+        project: str | None = None,
+        state: str | None = None,
+        keys: Sequence[str] = LOSS_LIKE,
+        *,
+        refresh: bool = True,
     ) -> list[dict[str, Any]]:
-        """The runs table as ``refresh`` left it, newest first (``reader.run_json``, its ``last``
-        holding each of ``keys`` the run has a last value of)."""
+        """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
+        the run has a last value of). ``refresh=False``: as the last ``refresh()`` left it, for a
+        caller that has just refreshed it to read its version."""
+        if refresh:
+            self.refresh()
         out = [
             {**row, "last": {k: row["last"][k] for k in keys if k in row["last"]}}
             for _, _, row in self._rows.values()
@@ -76,7 +84,8 @@ class Catalog:
         return sorted(out, key=lambda row: row["created"], reverse=True)
 
     def keys(self) -> list[str]:
-        """Every metric key some run of the table (as ``refresh`` left it) has a last value of, sorted."""
+        """Every metric key some run of the table has a last value of, sorted."""
+        self.refresh()
         return sorted({key for _, _, row in self._rows.values() for key in row["last"]})
 
     def refresh(self) -> int:

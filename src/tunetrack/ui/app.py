@@ -170,7 +170,8 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         with listings_lock:
             shown, body = listings.get(query, (None, b""))
         if shown != version:
-            rows = catalog.rows(project=project, state=state, keys=LOSS_LIKE if key is None else key)
+            shown_keys = LOSS_LIKE if key is None else key
+            rows = catalog.rows(project=project, state=state, keys=shown_keys, refresh=False)
             body = ROWS.dump_json(rows)
             with listings_lock:
                 listings[query] = (version, body)
@@ -181,7 +182,6 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
 
     @app.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
     def keys() -> dict[str, list[str]]:
-        catalog.refresh()
         every = catalog.keys()
         return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
 

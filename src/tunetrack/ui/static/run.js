@@ -154,6 +154,7 @@ function renderOverview() {
     command: about.command ?? "—",
     versions: versions.map(([name, v]) => `${name} ${v}`).join(", ") || "—",
     "not kept": notKept(),
+    ...(about.imported ? { imported: about.imported } : {}),
   };
   const list = document.getElementById("facts");
   list.replaceChildren();

@@ -19,7 +19,7 @@ import pytest
 from helpers import SRC, run_script
 from tunetrack import Tracker
 from tunetrack.backends.mlflow import MLflowBackend
-from tunetrack.reader import list_runs, open_run
+from tunetrack.reader import list_runs, open_run, provenance
 
 
 def tunetrack(
@@ -86,6 +86,7 @@ def test_tensorboard_round_trip(root, tmp_path):
     acc.Reload()
     run = open_run("sft", dir=root)
     assert run.state == "finished"
+    assert provenance(run)["imported"] == f"from tensorboard {(logdir / 'sft').resolve()}"  # show, the page
     assert run.config == {"lr": 3e-4, "optim": "adamw", "packing": True}
     got = points(run, "train/loss")
     assert got == [(e.step, e.wall_time, e.value) for e in acc.Scalars("train/loss")]

@@ -9,10 +9,13 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from conftest import ARTIFACTS, EXAMPLE
 from helpers import SRC, free_port, run_script, wait_until
 from tunetrack.reader import list_runs
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "notebook" / "live_panel.ipynb"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "notebook"
 
 
 def panels(nb) -> list[dict]:

@@ -6,10 +6,10 @@ series for drawing."""
 from ..states import STATES
 from .as_json import provenance, run_json
 from .catalog import Catalog
-from .downsample import m4
+from .downsample import chart_points, m4, thin
 from .find import list_runs, open_run, store_at
 from .run import Run
-from .series import Series, chart_points, numeric_values, present
+from .series import Series, numeric_values, present
 
 __all__ = [
     "STATES",
@@ -25,4 +25,5 @@ __all__ = [
     "provenance",
     "run_json",
     "store_at",
+    "thin",
 ]

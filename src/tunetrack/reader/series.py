@@ -85,21 +85,3 @@ def present(s: Series) -> Series:
         return s
     keep = np.fromiter((v is not None for v in s.values), bool, len(s))
     return Series(s.steps[keep], s.values[keep], s.times[keep])
-
-
-def chart_points(s: Series, width: int) -> tuple[list[int], list[float | None]]:
-    """What a chart ``width`` pixels wide draws of ``s`` against its steps: the points in step order,
-    at most four per pixel (M4, so no spike is lost); steps logged as None have no point (``present``),
-    NaN/±Inf and non-numbers are None (a gap)."""
-    import numpy as np
-
-    from .downsample import m4
-
-    s = present(s)
-    steps, values = s.steps, numeric_values(s)
-    if len(steps) > 1 and np.any(np.diff(steps) < 0):
-        order = np.argsort(steps, kind="stable")
-        steps, values = steps[order], values[order]
-    idx = m4(steps, values, width)
-    chosen = values[idx]
-    return steps[idx].tolist(), [float(v) if np.isfinite(v) else None for v in chosen]

@@ -18,7 +18,6 @@ from html import escape
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -28,7 +27,7 @@ from .._warnings import warn_once
 from ..config import MISSING, diff, text
 from ..errors import TunetrackError
 from ..metric_keys import LOSS_LIKE, loss_columns
-from ..reader import Catalog, Run, Series, m4, numeric_values, present, run_json
+from ..reader import Catalog, Run, Series, numeric_values, present, run_json, thin
 from .report import filename, render
 
 STATIC = Path(__file__).parent / "static"
@@ -83,18 +82,15 @@ def _points(
             "x": (new.steps if x == "step" else new.times).tolist(),
             "y": numeric_values(new).tolist(),
         }
-    xs = points.steps if x == "step" else points.times
-    values = numeric_values(points)
-    if total > 1 and np.any(np.diff(xs) < 0):
-        order = np.argsort(xs, kind="stable")
-        xs, values = xs[order], values[order]
-    idx = m4(xs, values, width, start, end)
+    xs, values = thin(
+        points.steps if x == "step" else points.times, numeric_values(points), width, start, end
+    )
     return {
         "total": total,
         "cursor": new_cursor,
-        "downsampled": len(idx) < total,
-        "x": xs[idx].tolist(),
-        "y": values[idx].tolist(),
+        "downsampled": len(xs) < total,
+        "x": xs.tolist(),
+        "y": values.tolist(),
     }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import metric_keys, states
 from ..errors import RunNotFound
-from ..reader import Run, chart_points, list_runs, open_run
+from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
 
 STATIC = Path(__file__).parent / "static"
 #: the widest a panel's chart is drawn (points per series are bounded by four per pixel)
@@ -82,7 +82,7 @@ def _panel_class() -> type:
                 run.refresh()
             keys = self._keys or _main_keys(self._runs)
             self.series = {
-                run.id: {key: chart_points(run.series(key), WIDTH) for key in keys if key in run.keys()}
+                run.id: {key: _points(run.series(key)) for key in keys if key in run.keys()}
                 for run in self._runs
             }
             self.runs = [
@@ -117,6 +117,12 @@ def _follow(ref: weakref.ref) -> None:
         if not any(r["state"] == states.RUNNING for r in panel.runs):
             return
         del panel
+
+
+def _points(s: Series) -> tuple[list[int], list[float | None]]:
+    """A chart's points against the steps: a step logged as None is no point (``present``)."""
+    s = present(s)
+    return chart_points(s.steps, numeric_values(s), WIDTH)
 
 
 def _main_keys(runs: list[Run]) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Any
 
 from .._warnings import warn_once
 from ..config import MISSING, diff
-from ..reader import Run, Series, m4, numeric_values, present, provenance, run_json
+from ..reader import Run, Series, chart_points, numeric_values, present, provenance, run_json
 
 STATIC = Path(__file__).parent / "static"
 #: uPlot as the build put it into the package (hatch_build.py), with its licence
@@ -144,17 +144,8 @@ def _line(label: str, run_id: str, s: Series, x: str, origin: float) -> dict[str
     values = numeric_values(s)
     if not np.isfinite(values).any():
         return None
-    xs = s.steps if x == "step" else np.round(s.times - origin, 3)
-    if len(xs) > 1 and np.any(np.diff(xs) < 0):
-        order = np.argsort(xs, kind="stable")
-        xs, values = xs[order], values[order]
-    idx = m4(xs, values, WIDTH)
-    return {
-        "label": label,
-        "run": run_id,
-        "x": xs[idx].tolist(),
-        "y": [v if math.isfinite(v) else None for v in values[idx].tolist()],  # null: a gap
-    }
+    xs, ys = chart_points(s.steps if x == "step" else np.round(s.times - origin, 3), values, WIDTH)
+    return {"label": label, "run": run_id, "x": xs, "y": ys}  # y: null for a gap
 
 
 def _plain(value: Any) -> Any:

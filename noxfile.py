@@ -63,8 +63,17 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     # torchtune 0.6.1 breaks with torchao >= 0.16
     "torchtune": (
         "tests/e2e/torchtune",
-        # tensorboard, trackio: a tune run mirrored into both (metric_logger.backends=[...])
-        ["torchtune==0.6.1", "torchao==0.15.0", "transformers", "sentencepiece", "tensorboard", "trackio"],
+        # a tune run mirrored into all four trackers (metric_logger.backends=[...]), each read back
+        [
+            "torchtune==0.6.1",
+            "torchao==0.15.0",
+            "transformers",
+            "sentencepiece",
+            "tensorboard",
+            "trackio",
+            "mlflow",
+            "wandb",
+        ],
     ),
     # DDPO/AlignProp exist only up to TRL 0.23.1; they log through Accelerate
     "ddpo": ("tests/e2e/ddpo", ["trl==0.23.1", "diffusers", "transformers", "accelerate", "peft", "pillow"]),
@@ -129,6 +138,7 @@ def tests(session: nox.Session) -> None:
         "--ignore=tests/gpu",
         "--ignore=tests/objectstore",
         "--ignore=tests/bridges",
+        "--ignore=tests/notebook",
     )
 
 
@@ -195,6 +205,17 @@ def ui(session: nox.Session) -> None:
     _chromium(session)
     session.install("-e", ".[test,ui]", "playwright", "httpx")  # no torch: the dashboard never needs it
     _pytest(session, "ui", "tests/ui")
+
+
+@nox.session(python="3.11")
+def notebook(session: nox.Session) -> None:
+    """Notebooks: the example notebook executed by a real kernel (nbclient), and its live panel drawn,
+    and growing while a cell trains, in JupyterLab in Debian's Chromium driven by Playwright."""
+    _env(session)
+    _chromium(session)
+    session.install(TORCH)  # the example notebook trains a tiny torch model
+    session.install("-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright")
+    _pytest(session, "notebook", "tests/notebook")
 
 
 #: a real S3-compatible server for the object-store tests (moto's, started by the tests on 127.0.0.1);
@@ -358,6 +379,8 @@ def _default_sessions() -> list[str]:
     sessions += [name for name in ("llamafactory", "deepspeed") if _has_tests(f"tests/e2e/{name}")]
     if _has_tests("tests/ui"):
         sessions.append("ui")
+    if _has_tests("tests/notebook"):
+        sessions.append("notebook")
     if _has_tests("tests/objectstore"):
         sessions.append("objectstore")
     if _has_tests("tests/bridges"):

@@ -9,14 +9,19 @@ Browser rows (seconds from navigation until everything is drawn, medians over re
    yet (copies of one run).
 2. The same, warm: the browser has shown a run page before (uPlot in its cache), the run is new to
    the server.
-3. The runs table with 1,000 runs (every row in the table).
+3. The runs table with 1,000 runs (all in the table, its first screen of rows drawn).
 4. Compare: 50 runs of 4 metrics x 100,000 points overlaid (every chart has its 50 traces), and a
    zoom: a mouse drag on a chart until the chart is drawn again from the re-fetched range.
 5. Live: seconds from a `log()` in another process until the point is on the chart.
+6. The runs table with 10,000 runs (copies of a few real runs, each with its framework's keys):
+   navigation until its first screen of rows is drawn, the server's cache warm; then, on that page,
+   a filter typed (1,000 runs match) and cleared, a click on a column to sort by it, and a scroll
+   of thousands of rows, each timed in the page until the frame after the table shows the result.
 
 Then where the time goes, through the API: requests and bytes per page, the server's time for the
-runs listing and a run page's series (first read of the files, then cached), and a 1,000,000-point
-series. Targets printed as met or MISSED, never asserted.
+runs listing (1,000 and 10,000 runs; and a poll of the 10,000 while nothing changed) and a run
+page's series (first read of the files, then cached), and a 1,000,000-point series. Targets
+printed as met or MISSED, never asserted.
 """
 
 from __future__ import annotations
@@ -60,15 +65,16 @@ def seed_run(root: Path, name: str, keys: list[str], points: int, **kw: Any) -> 
     return root / t.id
 
 
-def clone(src: Path, name: str) -> str:
-    """A copy of a run under a new id: the same data, a run the server has never read."""
+def clone(src: Path, name: str, **fields: Any) -> str:
+    """A copy of a run under a new id (and ``fields`` of its run.json): the same data, a run the
+    server has never read."""
     from tunetrack.store import layout
 
     run_id = layout.new_run_id()
     dst = src.parent / run_id
     shutil.copytree(src, dst)
     meta = json.loads((dst / layout.RUN_JSON).read_text())
-    (dst / layout.RUN_JSON).write_text(json.dumps({**meta, "id": run_id, "name": name}))
+    (dst / layout.RUN_JSON).write_text(json.dumps({**meta, "id": run_id, "name": name, **fields}))
     return run_id
 
 
@@ -90,6 +96,33 @@ def seed(root: Path, reps: int) -> dict[str, Any]:
     return {"pages": pages, "compare": compare}
 
 
+def fill_table(root: Path, runs: int) -> None:
+    """Copies of a few real runs, each logging its framework's keys (Transformers', TRL's, a loop of
+    its own), under new ids, names, projects, tags and start times, until the store holds ``runs``."""
+    from tunetrack import Tracker
+    from tunetrack.store import layout
+
+    keysets = (
+        ["loss", "eval_loss", "learning_rate", "grad_norm"],
+        ["train/loss", "eval/loss", "train/reward", "train/kl"],
+        ["loss", "reward"],
+    )
+    bases = []
+    for i in range(12):
+        keys = keysets[i % len(keysets)]
+        t = Tracker(dir=root, name=f"base-{i}", project="bases", system=False, config={"lr": 1e-4 * (i + 1)})
+        t.start()
+        for step in range(1, 101):
+            t.log({k: (j + 1) / (step + i) for j, k in enumerate(keys)}, step=step)
+        t.finish()
+        bases.append((root / t.id, json.loads((root / t.id / layout.RUN_JSON).read_text())["created"]))
+    held = sum((folder / layout.RUN_JSON).is_file() for folder in root.iterdir())
+    for i in range(runs - held):
+        base, created = bases[i % len(bases)]
+        tags = [f"lr{i % 7}", "sweep"]
+        clone(base, f"sweep-{i:05d}", project=f"sweep-{i % 20}", tags=tags, created=created - i)
+
+
 def timed(page: Any, url: str, done: Any) -> float:
     from helpers import wait_until
 
@@ -97,6 +130,50 @@ def timed(page: Any, url: str, done: Any) -> float:
     page.goto(url)
     wait_until(done, timeout=120, interval=0.01)
     return time.perf_counter() - start
+
+
+#: In the page, milliseconds from an action on the runs table until the frame after the table shows
+#: its result: the script's work, layout and paint, without the driver's round trips (tens of ms on a
+#: loaded 2-core machine, more than the page's own time). The actions: a filter typed (its input
+#: event), a click on the name column, a scroll of the window.
+IN_PAGE = """async ([action, arg]) => {
+  const search = document.getElementById("search");
+  const act = {
+    filter: () => { search.value = arg; search.dispatchEvent(new Event("input")); },
+    sort: () => document.querySelector("th[data-sort='name']").click(),
+    scroll: () => scrollBy(0, arg),
+  }[action];
+  const shows = () => document.getElementById("status").textContent + document.querySelector("#runs tbody tr")?.dataset.run;
+  const frame = () => new Promise(resolve => requestAnimationFrame(() => setTimeout(resolve)));
+  const before = shows(), start = performance.now();
+  act();
+  for (let frames = 0; frames < 30; frames++) {  // a scroll is drawn in the next frame
+    await frame();
+    if (shows() !== before) break;
+  }
+  return performance.now() - start;
+}"""
+
+
+def use_table(page: Any, prefix: str) -> dict[str, list[float]]:
+    """Seconds (``IN_PAGE``) a drawn table of 10,000 runs takes to show a filter that 1,000 of them
+    match (``prefix``) and to show all again, a sort by name, and a scroll of thousands of rows."""
+
+    def seconds(action: str, arg: Any = None) -> float:
+        return float(page.evaluate(IN_PAGE, [action, arg])) / 1e3
+
+    return {
+        "filter": [seconds("filter", prefix), seconds("filter", "")],
+        "sort": [seconds("sort")],
+        "scroll": [seconds("scroll", 100_000)],
+    }
+
+
+def table_drawn(page: Any, runs: int) -> Any:
+    """Whether the runs table holds all ``runs`` and has drawn its first screen of rows (only the rows
+    on screen are drawn)."""
+    status = f"{runs} of {runs} runs"
+    return lambda: page.inner_text("#status") == status and page.locator("#runs tbody tr").count()
 
 
 def api_traffic(page: Any) -> tuple[int, int]:
@@ -205,10 +282,7 @@ def main() -> None:
 
             for _ in range(reps):
                 table = browser.new_context(viewport=VIEWPORT).new_page()
-                record(
-                    "runs table",
-                    timed(table, base + "/", lambda t=table: t.locator("#runs tbody tr").count() == 1000),
-                )
+                record("runs table", timed(table, base + "/", table_drawn(table, 1000)))
                 table.context.close()
 
             url = f"{base}/compare?ids={','.join(compare)}"
@@ -235,6 +309,27 @@ def main() -> None:
                 )
                 record("live", time.perf_counter() - start)
             live.finish()
+
+            fill_table(root, 10_000)
+            first, response = server_ms(base, "/api/runs")  # the runs the server has not read yet
+            again = statistics.median(server_ms(base, "/api/runs")[0] for _ in range(reps))
+            unchanged = []
+            for _ in range(reps):  # the page's poll, with the ETag its browser has
+                start = time.perf_counter()
+                poll = httpx.get(base + "/api/runs", headers={"If-None-Match": response.headers["etag"]})
+                unchanged.append((time.perf_counter() - start) * 1e3)
+            notes.append(
+                f"GET /api/runs (10,000 runs): first {first:.0f} ms, then {again:.0f} ms; "
+                f"{len(response.content) / 1e3:.0f} kB; a poll while nothing changed: "
+                f"{statistics.median(unchanged):.0f} ms ({poll.status_code}, {len(poll.content)} bytes)"
+            )
+            for i in range(reps):
+                table = browser.new_context(viewport=VIEWPORT).new_page()
+                record("runs table, 10,000 runs", timed(table, base + "/", table_drawn(table, 10_000)))
+                for action, samples in use_table(table, f"sweep-0{i % 9 + 1}").items():
+                    for seconds in samples:
+                        record(f"10,000 runs: {action}", seconds)
+                table.context.close()
             browser.close()
 
         million = seed_run(root, "million", ["loss"], 1_000_000)
@@ -253,6 +348,10 @@ def main() -> None:
         "compare 50 runs": None,
         "compare zoom": 1.0,
         "live": 2.0,
+        "runs table, 10,000 runs": 1.0,
+        "10,000 runs: filter": 0.1,  # no visible delay
+        "10,000 runs: sort": 0.1,
+        "10,000 runs: scroll": 0.1,
     }
     for label, target in targets.items():
         value = statistics.median(results[label])

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:

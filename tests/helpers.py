@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -124,3 +127,36 @@ def drag_across(page: Any, chart: Any) -> None:
     page.mouse.move(box["x"] + box["width"] * 0.4, y)
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)
+
+
+# -- reports (tunetrack report) ------------------------------------------------------------------
+XSS = "<img src=x onerror=alert(1)>"
+#: every character the JSON block must escape: one that ends it, one that starts a comment, the line separators
+NASTY = "</script><!--&\u2028\u2029"
+
+
+def seed_two_runs(root: Path) -> tuple[str, str]:
+    """``alpha``: 40 steps of loss with a NaN, an infinity and an eval metric logged as None between
+    evaluations, and a checkpoint; the second run: an XSS name and nasty strings everywhere."""
+    from tunetrack import Tracker
+
+    a = Tracker(dir=root, name="alpha", project="p", system=False, config={"lr": 0.1, "layers": 2}).start()
+    for step in range(1, 41):
+        loss = math.nan if step == 10 else math.inf if step == 11 else 2.0 / step
+        a.log({"loss": loss, "eval/loss": 1.0 / step if step % 10 == 0 else None}, step=step)
+    a.event("checkpoint", step=20, path="ckpt-20")
+    a.finish()
+    x = Tracker(
+        dir=root, name=XSS, project=NASTY, tags=[NASTY], system=False, config={"lr": 0.2, NASTY: NASTY}
+    )
+    x.start()
+    for step in range(1, 21):
+        x.log({"loss": 3.0 / step}, step=step)
+    x.finish("failed")
+    return a.id, x.id
+
+
+def embedded(html: str) -> dict[str, Any]:
+    """The report's data, read the way its page reads it (JSON.parse of the block's text)."""
+    (block,) = re.findall(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
+    return json.loads(block)

@@ -4,17 +4,24 @@ framework sessions that mirror a training run into them (a conftest imports the 
 ``mlflow_server`` is a real ``mlflow server`` (a SQLite backend store and served artifacts in the
 test's folder) on a free port. It can be stopped and started again mid-test on the same port and the
 same database, which is how the fault tests take the server away and bring it back.
+
+``webhook`` is an HTTP receiver (the standard library's server, in a thread) that records every POST
+and answers 200, or 500 (``failing``), or holds each request until ``release`` is set (``hang``):
+the far end of tunetrack's alerts.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -91,3 +98,51 @@ def mlflow_server(tmp_path: Path) -> Iterator[MlflowServer]:
         yield server
     finally:
         server.stop()
+
+
+class Webhook:
+    """Records POSTs: ``received`` holds ``(path, parsed JSON body)``; ``url`` is its base URL."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, dict]] = []
+        self.status = 200
+        self.hang = False
+        self.release = threading.Event()
+        self.holding = 0  # requests being held right now
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the standard library's name
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                hook.received.append((self.path, body))
+                if hook.hang:
+                    hook.holding += 1
+                    hook.release.wait(60)
+                    hook.holding -= 1
+                self.send_response(hook.status)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None: ...
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def bodies(self, path: str = "/hook") -> list[dict]:
+        return [body for p, body in self.received if p == path]
+
+    def stop(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook()
+    try:
+        yield hook
+    finally:
+        hook.stop()

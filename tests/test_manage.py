@@ -89,18 +89,18 @@ def test_rename_tag_and_note_show_everywhere_and_leave_the_runs_files_as_they_we
 
 
 def test_a_name_must_find_the_run_it_names(root):
-    a = finished(root, name="a")
-    b = finished(root, name="b")
-    with pytest.raises(ValueError, match=f"'a' already names run {a} \\(a\\)"):
-        rename_run(b, "a", dir=root)
+    a = finished(root, name="run-a")  # a hyphen: no prefix of an id (base 36) looks like these names
+    b = finished(root, name="run-b")
+    with pytest.raises(ValueError, match=f"'run-a' already names run {a} \\(run-a\\)"):
+        rename_run(b, "run-a", dir=root)
+    own_prefix = next(b[:n] for n in range(1, 9) if not a.startswith(b[:n]))
     with pytest.raises(ValueError, match=f"already names run {a}"):
-        rename_run(b, a[:3], dir=root)  # a prefix of a's id would find a, not b
+        rename_run(b, a[: len(own_prefix)], dir=root)  # a prefix of a's id would find a, not b
     with pytest.raises(ValueError, match="cannot be empty"):
         rename_run(b, "  ", dir=root)
     with pytest.raises(RunNotFound):
         rename_run("nope", "c", dir=root)
-    assert rename_run(b, "c", dir=root).name == "c"
-    own_prefix = next(b[:n] for n in range(1, 9) if not a.startswith(b[:n]))
+    assert rename_run(b, "run-c", dir=root).name == "run-c"
     assert rename_run(b, own_prefix, dir=root).name == own_prefix  # it finds b all the same
 
 

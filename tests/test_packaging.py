@@ -112,6 +112,7 @@ def test_a_build_without_npm_succeeds_with_a_warning_and_no_charting_library(tmp
     with zipfile.ZipFile(built) as zf:
         names = zf.namelist()
     assert "tunetrack/ui/static/run.js" in names
+    assert "tunetrack/ui/static/panel.js" in names  # the notebook panel's front end
     assert not [n for n in names if "/vendor/" in n]
 
 

@@ -19,6 +19,7 @@ _LAZY = {
     "open_run": ("tunetrack.reader", "open_run"),
     "TunetrackWarning": ("tunetrack._warnings", "TunetrackWarning"),
     "STATES": ("tunetrack.states", "STATES"),
+    "show": ("tunetrack.ui.notebook", "show"),
 }
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from .reader import list_runs, open_run
     from .states import STATES
     from .tracker import Tracker
+    from .ui.notebook import show
 
 
 def __getattr__(name: str) -> Any:
@@ -51,4 +53,34 @@ __all__ = [
     "__version__",
     "list_runs",
     "open_run",
+    "show",
 ]
+
+
+def _tracker_panel(tracker: Any) -> dict[str, Any] | None:
+    """A started Tracker as a cell's value: its live panel (None, the plain repr, when it has no run
+    yet, no store, or the notebook extra is missing)."""
+    if tracker.id is None or tracker.run_dir is None:
+        return None
+    try:
+        from .ui.notebook import show
+
+        bundle: dict[str, Any] = show(tracker)._repr_mimebundle_()
+        return bundle
+    except ImportError:
+        return None
+
+
+def _register_notebook_display() -> None:
+    """In IPython (Jupyter, VS Code, Colab), display a Tracker as its panel. Registered by the type's
+    name, so nothing is imported until a Tracker is shown."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    formatter = getattr(getattr(shell, "display_formatter", None), "mimebundle_formatter", None)
+    if formatter is not None:
+        formatter.for_type_by_name("tunetrack.tracker.tracker", "Tracker", _tracker_panel)
+
+
+_register_notebook_display()

@@ -8,6 +8,8 @@ prints them first. All of them read these lists, so a framework's new spelling i
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 #: The training loss: Transformers/TRL, the ``train/`` spelling of many loops, Lightning's step loss.
 LOSS = ("loss", "train/loss", "train_loss_step")
 #: The evaluation loss: Transformers' ``eval_loss`` and the ``eval/`` spelling.
@@ -23,3 +25,10 @@ LOSS_LIKE = (*LOSS, *EVAL_LOSS)
 def main_loss(values: dict[str, object]) -> object:
     """The training loss among ``values`` (its first well-known spelling), or None."""
     return next((values[k] for k in LOSS if k in values), None)
+
+
+def loss_columns(keys: Iterable[str]) -> list[str]:
+    """The loss-like keys among ``keys``, training first: the metric columns a run listing shows
+    unless told which."""
+    present = set(keys)
+    return [k for k in LOSS_LIKE if k in present]

@@ -8,6 +8,7 @@ in code always wins over the environment; a malformed value falls back to the de
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 #: The store's folder when neither an argument nor ``$TUNETRACK_DIR`` names one (in the working dir).
@@ -84,3 +85,27 @@ def backends(names: object = None) -> object:
     """The backends to mirror runs into: the argument, else ``$TUNETRACK_BACKENDS`` (comma-separated
     names), else none."""
     return names if names is not None else os.environ.get("TUNETRACK_BACKENDS")
+
+
+def alert_urls(urls: str | Sequence[str] | None = None) -> list[str]:
+    """Where alerts go: ``urls`` (one or a list), else ``$TUNETRACK_ALERT_URL`` (comma-separated)."""
+    chosen = urls if urls is not None else os.environ.get("TUNETRACK_ALERT_URL", "")
+    items = chosen.split(",") if isinstance(chosen, str) else list(chosen)
+    return [url.strip() for url in items if url and url.strip()]
+
+
+def alert_timeout() -> float:
+    """Seconds one webhook request may take (``$TUNETRACK_ALERT_TIMEOUT``, else 10); ``finish()``
+    waits at most this long for its own alerts to go out."""
+    return max(_float("TUNETRACK_ALERT_TIMEOUT", 10.0), 0.1)
+
+
+def alert_interval() -> float:
+    """Seconds before the same alert of the same run is sent again (``$TUNETRACK_ALERT_INTERVAL``,
+    else 300): a NaN at every step sends one alert, not thousands."""
+    return _float("TUNETRACK_ALERT_INTERVAL", 300.0)
+
+
+def dashboard_url() -> str | None:
+    """The dashboard's address (``$TUNETRACK_DASHBOARD_URL``), for links in alerts."""
+    return os.environ.get("TUNETRACK_DASHBOARD_URL", "").rstrip("/") or None

@@ -9,6 +9,8 @@ import pytest
 from helpers import Server
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
+#: a run name, tag, config key or value, command-line argument: anything the pages must show as text
+XSS = "<img src=x onerror=alert(1)>"
 
 
 @pytest.fixture
@@ -34,3 +36,14 @@ def browser():
         b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh browser context's page; ``page.dialogs`` collects any dialog (an injected script's alert)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.dialogs = []
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    yield page
+    context.close()

@@ -179,6 +179,25 @@ def test_batched_cursors_send_every_point_once(root):
     assert seen == {"loss": list(range(1, 121)), "eval": list(range(3, 121, 3))}
 
 
+def test_a_key_logged_as_none_sends_only_its_values_live_and_whole(root):
+    """Steps where the key was logged as None are no points, in the live answers (each point once)
+    as in the whole series."""
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    seen, cursor = [], 0
+    with client(root) as c:
+        for batch in range(4):
+            for step in range(batch * 25 + 1, (batch + 1) * 25 + 1):
+                t.log({"loss": 1.0, "eval/loss": float(step) if step % 10 == 0 else None}, step=step)
+            t.flush()
+            data = c.get(f"/api/runs/{t.id}/series", params={"key": "eval/loss", "cursor": cursor}).json()
+            assert data["x"] == data["y"] and data["total"] == (batch + 1) * 25 // 10
+            seen += data["x"]
+            cursor = data["cursor"]
+        whole = c.get(f"/api/runs/{t.id}/series", params={"key": "eval/loss"}).json()
+    t.finish()
+    assert seen == whole["x"] == list(range(10, 101, 10)) and whole["total"] == 10
+
+
 def test_batch_entries_say_what_they_cannot_read(root, spiky):
     with client(root) as c:
         params = {
@@ -234,6 +253,61 @@ def test_compare_and_diff_compare_configs_as_data(root):
         assert rows == [{"key": "flag", "values": ["True", "1"]}, {"key": "opt", "values": ["None", None]}]
         diff = c.get("/api/diff", params={"a": a.id, "b": b.id}).json()["rows"]
         assert diff == [{"key": "flag", "a": "True", "b": "1"}, {"key": "opt", "a": "None", "b": None}]
+
+
+def test_compare_prints_values_exact_where_short_would_hide_a_difference(root):
+    ids = []
+    for lr, wd in [(3e-4, 0.1), (0.1 * 3e-3, 0.2), (2e-4, 0.1 * 3)]:
+        t = Tracker(dir=root, name=f"lr{lr}", system=False, config={"lr": lr, "wd": wd}).start()
+        t.finish()
+        ids.append(t.id)
+    with client(root) as c:
+        rows = c.get("/api/compare", params={"id": ids}).json()["rows"]
+        assert rows == [
+            {"key": "lr", "values": ["0.0003", "0.00030000000000000003", "0.0002"]},
+            {"key": "wd", "values": ["0.1", "0.2", "0.3"]},  # 0.30000000000000004: no other 0.3 here
+        ]
+
+
+def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    t.log({"train/loss": 0.5, "reward": 2.0, "lr": 0.1}, step=1)
+    t.finish()
+    with client(root) as c:
+        assert c.get("/api/runs").json()[0]["last"] == {"train/loss": 0.5}  # the loss-like keys
+        assert c.get("/api/runs", params={"key": ["reward", "nope"]}).json()[0]["last"] == {"reward": 2.0}
+        assert c.get("/api/keys").json() == {
+            "keys": ["lr", "reward", "train/loss"],
+            "default": ["train/loss"],
+        }
+        page = c.get("/", params={"key": ["reward", "a&b"]}).text  # preloads what its script asks for
+        assert '<link rel="preload" href="/api/runs?key=reward&amp;key=a%26b" as="fetch"' in page
+        assert '<link rel="preload" href="/api/runs" as="fetch"' in c.get("/").text
+
+
+def test_a_poll_of_an_unchanged_runs_table_is_a_304(root):
+    """The page polls the table every 3 s, and its browser sends the ETag it has: 10,000 rows are
+    neither built nor sent again while no run changed."""
+    t = Tracker(dir=root, name="live", system=False).start()
+    t.log({"loss": 1.0}, step=1)
+    t.flush()
+    with client(root) as c:
+        first = c.get("/api/runs")
+        etag = first.headers["etag"]
+        assert first.headers["cache-control"] == "no-cache"  # asked again each time, with the ETag
+        same = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert same.status_code == 304 and same.content == b""
+        t.log({"loss": 0.5}, step=2)
+        t.flush()
+        grown = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert grown.status_code == 200 and grown.json()[0]["last"] == {"loss": 0.5}
+        etag = grown.headers["etag"]
+        other = c.get("/api/runs", params={"key": "nope"})  # another query: its own rows
+        assert other.json()[0]["last"] == {} and other.headers["etag"] == etag
+        assert c.get("/api/runs").json() == grown.json()
+        t.finish()
+        ended = c.get("/api/runs", headers={"If-None-Match": etag})
+        assert ended.status_code == 200 and ended.json()[0]["state"] == "finished"
 
 
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import io
+import math
+import os
 import re
+import socket
+import subprocess
+import sys
 import time
 
 import httpx
-import pytest
+import numpy as np
+from PIL import Image
 
-from conftest import ARTIFACTS
-from helpers import drag_across, spawn_script, wait_until
+from conftest import ARTIFACTS, XSS
+from helpers import SRC, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
-
-XSS = "<img src=x onerror=alert(1)>"
+from tunetrack.reader import open_run
 
 
 def _seed(root):
@@ -33,16 +39,6 @@ def _seed(root):
     x.log({"loss": 1.0}, step=1)
     x.finish("killed")
     return a.id, b.id, x.id
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    yield page
-    context.close()
 
 
 def test_runs_table_run_page_and_compare(root, server_factory, page):
@@ -267,4 +263,166 @@ def test_without_the_charting_library_the_pages_say_so(root, server_factory, pag
     page.goto(f"{server.base}/compare?ids={a},{b}")
     wait_until(lambda: "rebuild with npm available" in page.inner_text("#charts"), timeout=20)
     assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == ["lr"]
+    assert page.dialogs == []
+
+
+def _line_columns(page, chart) -> set[int]:
+    """The columns of a chart's plot area where its line's colour shows (``lineColor(0)`` in
+    common.js, hsl(210 70% 42%), or its anti-aliased edge), read from a screenshot: what a user sees."""
+    page.mouse.move(0, 0)  # off the chart: uPlot draws a dot where the cursor hovers
+    image = Image.open(io.BytesIO(chart.query_selector(".u-over").screenshot())).convert("RGB")
+    r, g, b = np.moveaxis(np.asarray(image, dtype=np.int16), 2, 0)
+    return set(np.nonzero(((b - r > 60) & (b - g > 30)).any(axis=0))[0].tolist())
+
+
+def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, server_factory, page):
+    """TRL's GRPO trainer, and ``log({"eval/loss": x if evaluating else None})``, log a key as None at
+    most steps. Its few points are joined across the Nones, and a point with no neighbour (alone, or
+    between NaN gaps) gets a dot: in the chart's pixels, not only in its data."""
+    t = Tracker(dir=root, name="sparse", system=False).start()
+    for step in range(1, 201):
+        t.log(
+            {
+                "loss": 1.0 / step,
+                "eval/loss": 2.0 - step / 100 if step % 50 == 0 else None,
+                "eval/once": 0.5 if step == 120 else None,
+                "reward": 1.0 if step == 100 else math.nan,
+            },
+            step=step,
+        )
+    t.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{t.id}")
+    wait_until(lambda: len(page.query_selector_all("#charts .chart[data-drawn]")) == 4, timeout=20)
+    charts = {c.get_attribute("data-key"): c for c in page.query_selector_all("#charts .chart")}
+    assert [charts[k].get_attribute("data-points") for k in ("eval/loss", "eval/once")] == ["4", "1"]
+    plot_width = charts["loss"].query_selector(".u-over").bounding_box()["width"]
+    assert len(_line_columns(page, charts["loss"])) > 0.9 * plot_width
+    assert len(_line_columns(page, charts["eval/loss"])) > 0.9 * plot_width  # one line, steps 50 to 200
+    assert _line_columns(page, charts["eval/once"])
+    assert _line_columns(page, charts["reward"])  # a dot between two NaN gaps
+    page.screenshot(path=str(ARTIFACTS / "sparse.png"), full_page=True)
+
+
+def test_config_numbers_print_without_float_noise(root, server_factory, page):
+    """Arithmetic's last bits and float32 values widened to float64 are not printed (the exact value
+    shows on hover); integers beyond 2**53 print exact (a browser's numbers would round them)."""
+    config = {
+        "optim": {"lr": 0.1 * 3e-3, "betas": [0.9, np.float32(0.999)]},
+        "warmup": np.float32(0.03),
+        "seed": 2**63 - 1,
+    }
+    a = Tracker(dir=root, name="a", system=False, config=config).start()
+    a.finish()
+    b = Tracker(dir=root, name="b", system=False, config={**config, "optim": {"lr": 2e-4}}).start()
+    b.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{a.id}")
+    page.wait_for_selector("#config [data-path='seed']")
+
+    def value(path):
+        return page.query_selector(f"#config [data-path='{path}'] .cfg-value")
+
+    shown = {p: value(p).inner_text() for p in ("optim.lr", "optim.betas", "warmup", "seed")}
+    assert shown == {
+        "optim.lr": "0.0003",
+        "optim.betas": "[0.9, 0.999]",
+        "warmup": "0.03",
+        "seed": "9223372036854775807",
+    }
+    assert value("optim.lr").get_attribute("title") == "0.00030000000000000003"
+    assert value("seed").get_attribute("title") is None
+    page.goto(f"{server.base}/compare?ids={a.id},{b.id}")
+    page.wait_for_selector("#diff tbody tr[data-key='optim.lr']")
+    assert page.inner_text("#diff tbody tr[data-key='optim.lr']").split() == ["optim.lr", "0.0003", "0.0002"]
+
+
+TRAIN = '''
+import sys, threading
+import numpy as np
+from tunetrack import Tracker
+
+released = threading.Event()
+
+
+class Stalls(np.float64):
+    """A scalar whose .item() waits until released, as a GPU scalar's waits for the kernels queued
+    before it: it stalls the writer thread, which converts such values."""
+
+    def item(self):
+        released.wait(30)
+        return float(self)
+
+
+class Gone:
+    """A backend whose tracking server went away."""
+
+    def start(self, run): ...
+    def log_config(self, config): ...
+    def log(self, rows):
+        raise ConnectionError("tracking server went away")
+    def finish(self, state): ...
+
+
+t = Tracker(dir=sys.argv[2], name=sys.argv[1], system=False, max_pending=100, backends=[Gone()]).start()
+t.log({"loss": Stalls(1.0)}, step=0)
+for step in range(1, 31):  # more than the writer's backlog holds while it waits: some are dropped
+    t.log({"loss": 1.0 / step}, step=step)
+released.set()
+t.finish()
+print(t.id)
+'''
+
+
+def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page, tmp_path):
+    """What ``tunetrack show`` prints above its tables: hosts, git commit and dirty flag, command line,
+    versions, duration, the last values, and the rows that were not kept (dropped by a stalled writer,
+    not sent to a backend that went away). The command line holds a run name that is markup: text."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "train.py").write_text(TRAIN)
+
+    def git(*args):
+        config = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=trunk"]
+        done = subprocess.run(["git", *config, *args], cwd=repo, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    git("init", "-q")
+    git("add", "train.py")
+    git("commit", "-q", "-m", "train")
+    with open(repo / "train.py", "a") as f:
+        f.write("# an edit not committed\n")
+    env = {**os.environ, "PYTHONPATH": SRC}
+    trained = subprocess.run(
+        [sys.executable, "train.py", XSS, str(root)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    run_id = trained.stdout.strip()
+    run = open_run(run_id, dir=root)
+    counters, summary = run.counters(), run.summary()
+    assert counters["dropped_rows"] > 0 and counters["backend_missed/Gone"] > 0
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{run_id}")
+    page.wait_for_selector("#summary tbody tr")
+    facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#facts dd")}
+    assert facts["hosts"] == socket.gethostname()
+    assert facts["git"].split(" · ") == [git("rev-parse", "HEAD")[:12], "trunk", "dirty"]
+    assert facts["command"] == f"train.py '{XSS}' {root}"
+    assert re.search(r"\bpython 3\.\d+", facts["versions"]) and re.search(r"\bnumpy \d", facts["versions"])
+    assert re.fullmatch(r"\d+m\d\ds", facts["duration"]) and facts["ended"] != "—"
+    assert facts["not kept"] == (
+        f"{counters['dropped_rows']} rows dropped (the writer could not keep up); "
+        f"{counters['backend_missed/Gone']} rows not sent to Gone"
+    )
+    rows = page.query_selector_all("#summary tbody tr")
+    shown = {tr.get_attribute("data-key"): tr.inner_text().split("\t") for tr in rows}
+    assert list(shown) == list(summary) == ["loss", "tunetrack/dropped_rows", "tunetrack/backend_missed/Gone"]
+    assert shown["loss"][4:] == [str(summary["loss"]["step"]), str(summary["loss"]["count"])]
+    assert shown["tunetrack/dropped_rows"][1] == str(counters["dropped_rows"])
+    assert XSS in page.inner_text("#title") and page.query_selector("img[src='x']") is None
+    page.screenshot(path=str(ARTIFACTS / "overview.png"))
     assert page.dialogs == []

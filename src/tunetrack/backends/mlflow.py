@@ -12,11 +12,12 @@ client (``pip install 'tunetrack[mlflow]'``: ``mlflow-skinny``), imported when t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,21 +46,42 @@ _SYSTEM = {
 _GPU = re.compile(r"gpu\.(\d+)\.(.+)")
 
 
+def request_limits(timeout: float, retries: int) -> dict[str, str]:
+    """MLflow's own per-request settings (``MLFLOW_HTTP_REQUEST_*``) for ``timeout`` and ``retries``,
+    leaving out those the user set: MLflow's defaults retry an unreachable server for minutes."""
+    return {
+        key: value
+        for key, value in (
+            ("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(int(timeout), 1))),
+            ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(retries)),
+        )
+        if key not in os.environ
+    }
+
+
+@contextlib.contextmanager
+def limited(limits: Mapping[str, str]) -> Iterator[None]:
+    """``limits`` (from ``request_limits``) in the environment, where MLflow reads them on every
+    request, for the calls inside the block only."""
+    saved = {key: os.environ.get(key) for key in limits}
+    os.environ.update(limits)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def _bounded(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Runs a backend method with the backend's request limits in MLflow's environment variables."""
+    """Runs a backend method with the backend's request limits."""
 
     @functools.wraps(method)
     def bounded(self: MLflowBackend, *args: Any, **kwargs: Any) -> Any:
-        saved = {key: os.environ.get(key) for key in self._limits}
-        os.environ.update(self._limits)
-        try:
+        with limited(self._limits):
             return method(self, *args, **kwargs)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
     return bounded
 
@@ -96,14 +118,7 @@ class MLflowBackend:
         self.tracking_uri = tracking_uri
         self.experiment = experiment
         #: MLflow's own request settings, applied around this backend's calls unless the user set them
-        self._limits = {
-            key: value
-            for key, value in (
-                ("MLFLOW_HTTP_REQUEST_TIMEOUT", str(max(int(timeout), 1))),
-                ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", str(retries)),
-            )
-            if key not in os.environ
-        }
+        self._limits = request_limits(timeout, retries)
         self._client: Any = None
         self.run_id: str | None = None
         self._params: dict[str, str] = {}

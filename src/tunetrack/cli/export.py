@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -15,6 +16,21 @@ def _json_default(value: Any) -> Any:
 def dumps(data: Any) -> str:
     """JSON with NaN and ±Inf written as ``NaN``/``Infinity`` (Python's ``json`` and pandas read them)."""
     return json.dumps(data, allow_nan=True, default=_json_default)
+
+
+def write(rows: Iterable[dict[str, Any]], fields: list[str], fmt: str, path: str | None) -> int:
+    """``rows`` as ``fmt`` (``jsonl``, ``csv``, ``parquet``) into the file at ``path``, or onto stdout
+    (not parquet); returns how many."""
+    if fmt == "parquet":
+        if path is None:
+            raise ValueError("parquet is written to a file: give -o PATH")
+        return write_parquet(iter(rows), fields, path)
+    stream = open(path, "w", encoding="utf-8", newline="") if path else sys.stdout  # noqa: SIM115
+    try:
+        return write_jsonl(rows, stream) if fmt == "jsonl" else write_csv(rows, fields, stream)
+    finally:
+        if path:
+            stream.close()
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], stream: IO[str]) -> int:

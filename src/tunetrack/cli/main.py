@@ -221,22 +221,12 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
         rows, fields = list(r.system_rows()), ["node", "step", "time", *r.system_keys()]
     else:
         rows, fields = list(r.rows()), ["step", "time", *r.keys()]
+    if fmt == "parquet":
+        output = output or f"{r.id}{'-system' if system else ''}.parquet"
     with tables.progress(f"exporting {r.id}", len(rows)) as advance:
-        counted = tables.counted(rows, advance)
-        if fmt == "parquet":
-            path = output or f"{r.id}{'-system' if system else ''}.parquet"
-            count = export.write_parquet(counted, fields, path)
-            click.echo(f"wrote {count} rows to {path}", err=True)
-            return
-        stream = open(output, "w", encoding="utf-8", newline="") if output else sys.stdout  # noqa: SIM115
-        try:
-            if fmt == "jsonl":
-                export.write_jsonl(counted, stream)
-            else:
-                export.write_csv(counted, fields, stream)
-        finally:
-            if output:
-                stream.close()
+        count = export.write(tables.counted(rows, advance), fields, fmt, output)
+    if fmt == "parquet":
+        click.echo(f"wrote {count} rows to {output}", err=True)
 
 
 @cli.command("tag", cls=_SignedArgs)
@@ -311,6 +301,51 @@ def rm_command(runs: list[str], root: str | None, yes: bool, force: bool) -> Non
         click.echo(f"deleted {r.id} ({r.name})")
 
 
+@cli.command("report")
+@click.argument(
+    "runs", nargs=-1, required=True, callback=lambda ctx, param, v: [_run_ref(ctx, param, r) for r in v]
+)
+@click.option("--dir", "root", type=click.Path(file_okay=False), default=None, help=DIR_HELP)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (default: ./tunetrack-report-<run ids>.html).",
+)
+@_friendly
+def report_command(runs: list[str], root: str | None, output: str | None) -> None:
+    """Write one HTML file that shows RUNS: overview, summary, a chart of every metric (the runs
+    overlaid), config and its differences, events.
+
+    The file holds everything it needs (data, scripts, styles): it opens offline in any browser and
+    can be mailed or attached to an issue. Long series are thinned with every spike kept, so a run of
+    a million points makes a file of a few hundred kB.
+    """
+    from ..reader import open_run
+    from ..ui import report
+    from . import tables
+
+    opened = list({r.id: r for r in (open_run(ref, dir=root) for ref in runs)}.values())
+    path = output or report.filename(opened)
+    try:  # before the work: an unwritable path fails at once
+        out = open(path, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
+    with out:
+        try:
+            with tables.progress("report", report.chart_count(opened)) as advance:
+                html = report.render(opened, on_chart=advance)
+        except BaseException:
+            out.close()
+            os.unlink(path)  # no empty file left behind
+            raise
+        out.write(html)
+    size = len(html.encode())
+    shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+    click.echo(f"wrote {path} ({len(opened)} run{'s' if len(opened) > 1 else ''}, {shown})")
+
+
 @cli.command("sync")
 @click.option(
     "--to", "destination", required=True, help="The store to copy to: an object-store URL or a folder."
@@ -375,6 +410,136 @@ def sync_backend_command(runs: list[str], backend: str, root: str | None) -> Non
         with tables.progress(f"{run.id} -> {backend}", total) as advance:
             done = replay(run, backend, on_rows=lambda n: advance(by=n))
         click.echo(f"{run.id} -> {backend}: {done}")
+
+
+@cli.group("import", cls=_Group)
+def import_group() -> None:
+    """Bring runs recorded by another tracker into a tunetrack store.
+
+    One tunetrack run per source run, with its config, metrics (steps and wall times as recorded),
+    tags, name and state. Importing the same source again creates nothing new.
+    """
+
+
+def _import_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    fn = click.option(
+        "--project", default=None, help="Put the runs in this project (default: the source's)."
+    )(fn)
+    return click.option("--dir", "root", default=None, help="The store to import into. " + DIR_HELP)(fn)
+
+
+def _import(source: str, runs: Any, root: str | None, project: str | None) -> None:
+    """Import ``runs`` (a source's ``SourceRun`` iterator), one line per run, then a count."""
+    from ..bridges.importers import import_runs
+    from ..reader import store_at
+    from . import tables
+
+    counts: dict[str, int] = {}
+    with tables.progress(f"import {source}", None) as advance:
+        for done in import_runs(runs, root, project):
+            advance()
+            outcome = done.outcome.split(":")[0]
+            counts[outcome] = counts.get(outcome, 0) + 1
+            plural = "" if done.points == 1 else "s"
+            points = f" ({done.points:,} point{plural})" if done.outcome == "imported" else ""
+            click.echo(f"{done.run_id or '-':8}  {done.name}: {done.outcome}{points}")
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+    click.echo(f"{source} -> {store_at(root)}: {summary}")
+
+
+@import_group.command("tensorboard")
+@click.argument("logdir")
+@_import_options
+@_friendly
+def import_tensorboard(logdir: str, root: str | None, project: str | None) -> None:
+    """TensorBoard event files: each folder under LOGDIR that holds some is a run."""
+    from ..bridges.importers import tensorboard
+
+    _import("tensorboard", tensorboard.runs(logdir), root, project)
+
+
+@import_group.command("mlflow")
+@click.option("--tracking-uri", default=None, help="The MLflow tracking URI (default: $MLFLOW_TRACKING_URI).")
+@click.option("--experiment", default=None, help="Only this experiment's runs (default: every experiment).")
+@_import_options
+@_friendly
+def import_mlflow(
+    tracking_uri: str | None, experiment: str | None, root: str | None, project: str | None
+) -> None:
+    """An MLflow tracking server or store: each MLflow run, in a project named after its experiment."""
+    from ..bridges.importers import mlflow
+
+    _import("mlflow", mlflow.runs(tracking_uri, experiment), root, project)
+
+
+@import_group.command("wandb")
+@click.argument("path")
+@_import_options
+@_friendly
+def import_wandb(path: str, root: str | None, project: str | None) -> None:
+    """W&B run folders on disk: a wandb/ folder, an offline-run-* or run-* folder, or a .wandb file."""
+    from ..bridges.importers import wandb
+
+    _import("wandb", wandb.runs(path), root, project)
+
+
+@import_group.command("trackio")
+@click.argument("trackio_project", required=False)
+@_import_options
+@_friendly
+def import_trackio(trackio_project: str | None, root: str | None, project: str | None) -> None:
+    """trackio's local store (TRACKIO_DIR): TRACKIO_PROJECT's runs, or every project's."""
+    from ..bridges.importers import trackio
+
+    _import("trackio", trackio.runs(trackio_project), root, project)
+
+
+@cli.command("watch")
+@click.option("--dir", "root", default=None, help=DIR_HELP)
+@click.option(
+    "--alert",
+    "urls",
+    multiple=True,
+    help="A webhook URL to alert (repeatable; default: $TUNETRACK_ALERT_URL). Slack and Discord "
+    "webhooks get their own format, any other URL a JSON POST.",
+)
+@click.option(
+    "--stall",
+    type=click.FloatRange(min=0),
+    default=1800,
+    show_default=True,
+    help="Alert when a running run logs no new step for this many seconds (0: never).",
+)
+@click.option(
+    "--interval", type=click.FloatRange(min=0.1), default=30, show_default=True, help="Seconds between polls."
+)
+@_friendly
+def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
+    """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls; Ctrl-C stops.
+
+    A run's own alerts (failed, killed, NaN loss) come from its process; this covers what a dead
+    process cannot send.
+    """
+    import time
+
+    from .. import settings
+    from ..alerts import Alerter
+    from ..reader import list_runs, store_at
+    from .watch import Watcher
+
+    alerter = Alerter(settings.alert_urls(list(urls) or None), interval=0)
+    if not alerter.urls:
+        raise click.ClickException("give a webhook: --alert URL, or set TUNETRACK_ALERT_URL")
+    watcher = Watcher(stall)
+    click.echo(f"watching {store_at(root)} (every {interval:g} s; Ctrl-C stops)")
+    try:
+        while True:
+            for alert in watcher.poll(list_runs(root)):
+                click.echo(alert.line() + (f": {alert.text}" if alert.text else ""))
+                alerter.send(alert)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        alerter.close()
 
 
 @cli.command("ui")

@@ -7,7 +7,6 @@ rich markup). Everything here takes ``Run`` objects from the read API and never 
 from __future__ import annotations
 
 import contextlib
-import shlex
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -18,7 +17,7 @@ from rich.text import Text
 
 from .. import metric_keys, states
 from ..config import MISSING
-from ..reader import Run
+from ..reader import Run, provenance
 from .plot import plot
 
 T = TypeVar("T")
@@ -72,9 +71,10 @@ def state_text(state: str) -> Text:
 
 
 @contextlib.contextmanager
-def progress(description: str, total: int) -> Iterator[Callable[..., None]]:
-    """A progress bar on a terminal (stderr); nothing when the output is piped. Yields ``advance``
-    (``advance()`` for one item, ``advance(by=n)`` for n)."""
+def progress(description: str, total: int | None) -> Iterator[Callable[..., None]]:
+    """A progress bar on a terminal (stderr; a spinner and a count when ``total`` is unknown);
+    nothing when the output is piped. Yields ``advance`` (``advance()`` for one item,
+    ``advance(by=n)`` for n)."""
     from rich.progress import Progress
 
     err = Console(stderr=True)
@@ -105,7 +105,7 @@ def counted(items: Iterable[T], advance: Callable[..., None], every: int = 1024)
 def runs_table(runs: list[Run], latest: list[dict[str, Any]]) -> Table:
     """The ``ls`` table; ``latest[i]`` is ``runs[i].latest()``. Its metric columns are the loss-like
     keys the runs logged."""
-    metrics = [k for k in metric_keys.LOSS_LIKE if any(k in last["values"] for last in latest)]
+    metrics = metric_keys.loss_columns(k for last in latest for k in last["values"])
     table = Table(show_edge=False, header_style="bold")
     for col in ("id", "name", "project", "state", "tags", "hosts", "created", "duration", "step", *metrics):
         numeric = col == "step" or col in metrics
@@ -136,11 +136,10 @@ def _section(title: str, *columns: str) -> Table:
 
 def head_table(run: Run) -> Table:
     """Metadata: identity, state, times, hosts, git, command line, versions."""
-    processes = run.meta.get("processes") or []
-    primary = next((p for p in processes if p.get("role") == "primary"), processes[0] if processes else {})
-    git = primary.get("git") or {}
+    about = provenance(run)
+    git = about["git"] or {}
     flags = ", ".join(x for x in (git.get("branch"), "dirty" if git.get("dirty") else None) if x)
-    versions = {"python": primary.get("python"), **(primary.get("versions") or {})}
+    versions = {"python": about["python"], **about["versions"]}
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
@@ -152,15 +151,17 @@ def head_table(run: Run) -> Table:
         ("ended", Text(when(run.ended))),
         ("duration", Text(duration(run))),
         ("hosts", Text(", ".join(run.hosts) or "—")),
-        ("processes", Text(str(len(processes)))),
-        ("user", Text(str(primary.get("user") or "—"))),
+        ("processes", Text(str(about["processes"]))),
+        ("user", Text(str(about["user"] or "—"))),
         ("tags", Text(", ".join(run.tags) or "—")),
         ("git", Text(f"{str(git.get('commit', ''))[:12]}{f' ({flags})' if flags else ''}" if git else "—")),
-        ("command", Text(short(shlex.join(map(str, primary.get("argv") or [])), 120) or "—")),
+        ("command", Text(short(about["command"] or "—", 120))),
         ("versions", Text(", ".join(f"{k} {v}" for k, v in versions.items() if v) or "—")),
         ("path", Text(str(run.path))),
     ]:
         head.add_row(label, value)
+    if about["imported"]:
+        head.add_row("imported", Text(about["imported"]))
     return head
 
 

@@ -9,6 +9,7 @@ key set to ``None``.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,3 +78,46 @@ def diff(flats: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:
         if not all(same(values[0], v) for v in values[1:]):
             out.append((key, values))
     return out
+
+
+def text(value: Any) -> str:
+    """A config value as the dashboard prints it: a string as it is; anything else as Python writes
+    it, with every float as ``number`` prints it (also inside lists and dicts)."""
+    return value if isinstance(value, str) else _literal(value)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, (list, tuple)):
+        return f"[{', '.join(map(_literal, value))}]"
+    if isinstance(value, Mapping):
+        return f"{{{', '.join(f'{k!r}: {_literal(v)}' for k, v in value.items())}}}"
+    return repr(value)
+
+
+def number(x: float) -> str:
+    """The shortest text that reads back as ``x`` at the precision it carries, so a value prints as
+    it was meant rather than with the noise of its last bits.
+
+    A float32 widened to a float64 (a NumPy or torch scalar handed over) reads back as that float32:
+    ``np.float32(3e-4)`` is ``0.0003``, not ``0.0003000000142492354``. Any other float is rounded to 15
+    significant digits, the decimal precision a float64 keeps (every 15-digit decimal reads into a
+    float64 and prints back the same), which drops the error arithmetic leaves in the last bits:
+    ``0.1 * 3e-3`` is ``0.0003``, not ``0.00030000000000000003``. A value exact to the bit is one
+    ``repr`` away (the API's raw config; the compare table falls back to it where two values that
+    differ would print the same)."""
+    if not math.isfinite(x):
+        return repr(x)
+    if _float32(x) == x:
+        shortest = next(s for p in range(1, 10) if _float32(float(s := f"{x:.{p}g}")) == x)
+        return repr(float(shortest))
+    return repr(float(f"{x:.15g}"))
+
+
+def _float32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (NaN beyond its range)."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", x))[0])
+    except OverflowError:
+        return math.nan

@@ -5,27 +5,31 @@ series for drawing. ``rename_run``, ``tag_run``, ``note_run`` and ``delete_runs`
 the fact (the one thing here that writes: edits are records of their own, never a change to a file)."""
 
 from ..states import STATES
-from .as_json import run_json
+from .as_json import provenance, run_json
 from .catalog import Catalog
-from .downsample import m4
+from .downsample import chart_points, m4, thin
 from .find import list_runs, open_run, store_at
 from .manage import delete_runs, note_run, rename_run, tag_run
 from .run import Run
-from .series import Series, numeric_values
+from .series import Series, numeric_values, present
 
 __all__ = [
     "STATES",
     "Catalog",
     "Run",
     "Series",
+    "chart_points",
     "delete_runs",
     "list_runs",
     "m4",
     "note_run",
     "numeric_values",
     "open_run",
+    "present",
+    "provenance",
     "rename_run",
     "run_json",
     "store_at",
     "tag_run",
+    "thin",
 ]

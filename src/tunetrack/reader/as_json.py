@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,8 @@ def run_json(
     """Identity, state, times, hosts and the last step; with ``latest`` (``Run.latest()``, what
     listings use: no data read for an ended run) also ``last`` (each key's last value, only
     ``last_keys`` if given) and ``loss`` (the last training loss); with ``detail`` also the error,
-    the metadata of every process, the config and the events."""
+    the metadata of every process, where and how the run ran (``provenance``), what it could not
+    keep (``Run.counters``), the config and the events."""
     record: dict[str, Any] = {
         "id": run.id,
         "name": run.name,
@@ -36,5 +38,35 @@ def run_json(
         record["loss"] = main_loss(values)
         record["last"] = values if last_keys is None else {k: values[k] for k in last_keys if k in values}
     if detail:
-        record.update(error=run.error, meta=run.meta, config=run.config, events=run.events())
+        record.update(
+            error=run.error,
+            meta=run.meta,
+            provenance=provenance(run),
+            counters=run.counters(),
+            config=run.config,
+            events=run.events(),
+        )
     return record
+
+
+def provenance(run: Run) -> dict[str, Any]:
+    """Where and how the run ran, as its primary process recorded it (or the import that wrote it;
+    else the first process): ``user``; ``git`` (commit, branch, dirty, remote; None outside a
+    repository); ``command`` (the command line, shell-quoted, secrets redacted when it was
+    recorded); ``python``; ``versions`` (of the frameworks installed); how many ``processes`` wrote
+    the run; and, for an imported run, where from (``imported``: ``from <tracker> <source>``)."""
+    processes = run.meta["processes"]
+    primary = next(
+        (p for p in processes if p.get("role") in ("primary", "import")), processes[0] if processes else {}
+    )
+    imported = primary.get("imported") or {}
+    source = imported.get("path") or imported.get("tracking_uri") or imported.get("project") or ""
+    return {
+        "processes": len(processes),
+        "user": primary.get("user"),
+        "git": primary.get("git") or None,
+        "command": shlex.join(map(str, primary.get("argv") or [])) or None,
+        "python": primary.get("python"),
+        "versions": dict(primary.get("versions") or {}),
+        "imported": f"from {imported.get('from')} {source}".strip() if imported else None,
+    }

@@ -8,10 +8,12 @@ file of it changed (name, size or mtime), and then reads only the bytes appended
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from ..metric_keys import LOSS_LIKE
@@ -32,7 +34,10 @@ class Catalog:
         self._runs: OrderedDict[str, tuple[tuple, float, Run]] = OrderedDict()
         #: one row per run; small, so every run of the store fits
         self._rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
+        self._version = 0
+        self._refreshed_from = -math.inf  # when the last refresh began
         self._lock = threading.Lock()
+        self._table_lock = threading.Lock()
 
     def open(self, ref: str) -> Run:
         """The run named by ``ref`` (id, id prefix or name), refreshed if its files changed."""
@@ -58,42 +63,76 @@ class Catalog:
             run._forget()
         return run
 
-    def rows(self, project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        """The runs table, newest first (``reader.run_json`` with the loss-like last values). A row
-        is built from the run's small files (run.json, the processes' metadata and end records, which
-        hold each key's last value); only a run that is still writing has its data read,
-        incrementally, through the parsed-run cache.
-
-        An ended run's row is kept while its stamp (its folder's mtime) is unchanged: its files change
-        only by being created or renamed into place (a resumed run adds files). So a table of 1,000
-        ended runs costs one listing of the store."""
-        store = self.store
-        now = time.monotonic()
-        rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
-        stamp: Any
-        for run_id, listed in store.entries():
-            hit = self._rows.get(run_id)
-            if hit is not None:
-                live = hit[2]["state"] == "running"
-                folder = store.run(run_id) if live else None
-                stamp = (listed, folder.signature()) if folder is not None else listed
-                if hit[0] == stamp and not (live and now - hit[1] >= RECHECK):
-                    rows[run_id] = hit
-                    continue
-            run = load(store, run_id)
-            if run is None:
-                continue  # not a run
-            live = run.state == "running"
-            stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
-            shown = self._fresh(run) if live else run
-            rows[run_id] = (stamp, now, run_json(shown, shown.latest(), last_keys=LOSS_LIKE))
-        self._rows = rows
+    def rows(
+        self,
+        project: str | None = None,
+        state: str | None = None,
+        keys: Sequence[str] = LOSS_LIKE,
+        *,
+        refresh: bool = True,
+    ) -> list[dict[str, Any]]:
+        """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
+        the run has a last value of). ``refresh=False``: as the last ``refresh()`` left it, for a
+        caller that has just refreshed it to read its version."""
+        if refresh:
+            self.refresh()
         out = [
-            row
-            for _, _, row in rows.values()
+            {**row, "last": {k: row["last"][k] for k in keys if k in row["last"]}}
+            for _, _, row in self._rows.values()
             if (project is None or row["project"] == project) and (state is None or row["state"] == state)
         ]
         return sorted(out, key=lambda row: row["created"], reverse=True)
+
+    def keys(self) -> list[str]:
+        """Every metric key some run of the table has a last value of, sorted."""
+        self.refresh()
+        return sorted({key for _, _, row in self._rows.values() for key in row["last"]})
+
+    def refresh(self) -> int:
+        """Bring the runs table up to date with the store, and return its version: a number that
+        changes whenever a row does, so a reader can tell that nothing changed without building the
+        rows (the dashboard answers a browser's poll of 10,000 runs with a 304).
+
+        A row holds the last value of each of the run's keys, and is built from the run's small files
+        (run.json, the processes' metadata and end records, which hold each key's last value); only a
+        run that is still writing has its data read, incrementally, through the parsed-run cache. An
+        ended run's row is kept while its stamp (its folder's mtime) is unchanged: its files change
+        only by being created or renamed into place (a resumed run adds files). So a table of 1,000
+        ended runs costs one listing of the store.
+
+        One refresh at a time, and callers that wait share one: a refresh that began after a caller
+        asked is as recent as its own would be (a page's requests for the rows and for the keys, or
+        many browsers' polls, cost one listing)."""
+        asked = time.monotonic()
+        with self._table_lock:
+            if self._refreshed_from >= asked:
+                return self._version
+            store = self.store
+            now = self._refreshed_from = time.monotonic()
+            rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
+            stamp: Any
+            changed = False
+            for run_id, listed in store.entries():
+                hit = self._rows.get(run_id)
+                if hit is not None:
+                    live = hit[2]["state"] == "running"
+                    folder = store.run(run_id) if live else None
+                    stamp = (listed, folder.signature()) if folder is not None else listed
+                    if hit[0] == stamp and not (live and now - hit[1] >= RECHECK):
+                        rows[run_id] = hit
+                        continue
+                run = load(store, run_id)
+                if run is None:
+                    continue  # not a run
+                live = run.state == "running"
+                stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
+                shown = self._fresh(run) if live else run
+                rows[run_id] = (stamp, now, run_json(shown, shown.latest()))
+                changed = changed or hit is None or hit[2] != rows[run_id][2]
+            if changed or rows.keys() != self._rows.keys():
+                self._version += 1
+            self._rows = rows
+            return self._version
 
 
 def _settled(stamp: Any) -> bool:

@@ -7,7 +7,7 @@ the same as with every point, and a single-step spike is always kept.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,3 +41,25 @@ def m4(
         at = hits[np.searchsorted(hits, starts)]  # the first point of each bucket that is its extreme
         chosen.append(at[np.isfinite(extreme)])
     return first + np.unique(np.concatenate(chosen))
+
+
+def thin(
+    xs: np.ndarray, values: np.ndarray, width: int, lo: float | None = None, hi: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``xs`` and ``values`` in x order (a series' steps go back after a rewind, its times after a
+    resume), thinned by ``m4`` to what a chart ``width`` pixels wide draws of ``[lo, hi]``."""
+    import numpy as np
+
+    if len(xs) > 1 and np.any(np.diff(xs) < 0):
+        order = np.argsort(xs, kind="stable")
+        xs, values = xs[order], values[order]
+    idx = m4(xs, values, width, lo, hi)
+    return xs[idx], values[idx]
+
+
+def chart_points(xs: np.ndarray, values: np.ndarray, width: int) -> tuple[list[Any], list[float | None]]:
+    """``thin``'s points as JSON lists, NaN and ±Inf as None (JSON has no spelling for them: a gap)."""
+    import numpy as np
+
+    xs, values = thin(xs, values.astype(np.float64, copy=False), width)
+    return xs.tolist(), [float(v) if np.isfinite(v) else None for v in values]

@@ -269,16 +269,29 @@ class Run:
     def summary(self) -> dict[str, dict[str, Any]]:
         """Per key: last value, min and max over finite numbers, count and the step of the last value."""
         out = {key: summarize(self.series(key)) for key in self.keys()}
-        dropped = sum(int((p.end or {}).get("counters", {}).get("dropped_rows", 0)) for p in self._processes)
-        missed: dict[str, int] = {}
+        for name, count in self.counters().items():  # what could not be kept (or sent), by the metrics
+            if name == "dropped_rows" or name.startswith("backend_missed/"):
+                row = {"last": count, "min": count, "max": count, "step": self.last_step, "count": 1}
+                out[f"tunetrack/{name}"] = row
+        return out
+
+    def counters(self) -> dict[str, int]:
+        """What was logged but not kept, summed over the processes' end records (a process still
+        running has reported nothing yet): ``dropped_rows`` (the writer could not keep up),
+        ``dropped_values`` (of a type the store does not keep), ``lost_rows`` (the store could not
+        write them), ``late_rows`` (logged after ``finish()``) and ``backend_missed/<name>`` (rows a
+        backend did not take). Counts of zero are left out."""
+        out: dict[str, int] = {}
         for p in self._processes:
-            for name, stats in ((p.end or {}).get("backends") or {}).items():
-                missed[name] = missed.get(name, 0) + int((stats or {}).get("missed_rows") or 0)
-        counts = {"tunetrack/dropped_rows": dropped}
-        counts.update({f"tunetrack/backend_missed/{name}": n for name, n in missed.items()})
-        for key, count in counts.items():
-            if count:  # what could not be kept (or sent), next to the metrics
-                out[key] = {"last": count, "min": count, "max": count, "step": self.last_step, "count": 1}
+            end = p.end or {}
+            counts = list((end.get("counters") or {}).items())
+            counts += [
+                (f"backend_missed/{b}", (s or {}).get("missed_rows"))
+                for b, s in (end.get("backends") or {}).items()
+            ]
+            for name, count in counts:
+                if count:
+                    out[name] = out.get(name, 0) + int(count)
         return out
 
     def texts(self, key: str | None = None) -> list[dict[str, Any]]:

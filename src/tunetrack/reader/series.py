@@ -73,3 +73,15 @@ def numeric_values(s: Series) -> np.ndarray:
     return np.array(
         [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
     )
+
+
+def present(s: Series) -> Series:
+    """The points that hold a value. A key logged as None (TRL's GRPO trainer does it; so does
+    ``log({"eval/loss": x if evaluating else None})``) has no point at that step: it was not measured
+    there, unlike a NaN, which was."""
+    import numpy as np
+
+    if s.values.dtype != object:
+        return s
+    keep = np.fromiter((v is not None for v in s.values), bool, len(s))
+    return Series(s.steps[keep], s.values[keep], s.times[keep])

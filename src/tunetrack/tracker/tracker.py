@@ -20,6 +20,7 @@ from typing import Any
 
 from .. import settings, states
 from .._warnings import warn_once
+from ..alerts import LEVELS, Alert, Alerter
 from ..backends.base import Backend
 from ..config import capture
 from ..edits import fold, new_edit
@@ -79,6 +80,8 @@ class Tracker:
         health: bool | HealthConfig = True,
         upload_interval: float | None = None,
         backend_timeout: float = 5.0,
+        alerts: str | Sequence[str] | None = None,
+        alert_finished: bool = False,
     ) -> None:
         self.project = project
         self._name = name
@@ -101,6 +104,9 @@ class Tracker:
         self._sampler: Any = None
         self._health = health
         self._upload_interval = upload_interval
+        self._alert_urls = alerts
+        self._alert_finished = alert_finished
+        self._alerter: Alerter | None = None
         self._lock = threading.RLock()
         self._rows: deque | None = None  # the queue's rows; None when this process does not record
         self._queue = RowQueue()
@@ -220,6 +226,9 @@ class Tracker:
             job=job if role == "primary" and ranks.rank == 0 else None,
             upload_interval=self._upload_interval,
         )
+        urls = settings.alert_urls(self._alert_urls)
+        if urls and role == "primary":
+            self._alerter = Alerter(urls)
         if role == "primary":  # only it takes rows; a cap until the writer has seen their width
             self._use_queue(RowQueue(cap=max(self._max_pending // 10, 1)))
         writer = self._writer = self._new_writer()
@@ -281,6 +290,7 @@ class Tracker:
             max_pending=self._max_pending,
             strict=self.strict,
             backend_timeout=self._backend_timeout,
+            alerter=self._alerter,
         )
 
     def _use_queue(self, queue: RowQueue) -> None:
@@ -325,14 +335,48 @@ class Tracker:
             return
         # the writer's own work, plus the time it gives the backends to catch up
         timeout = FINISH_TIMEOUT + self._backend_timeout
-        if not writer.finish(state or self._exit_state or states.FINISHED, error, timeout=timeout):
+        state = state or self._exit_state or states.FINISHED
+        if not writer.finish(state, error, timeout=timeout):
             warn_once(
                 f"finish:{self.id}",
                 f"the writer did not finish within {timeout:g} s; the run may read as crashed",
             )
+        if self._alerter is not None:
+            self._alert_end(self._alerter, state, error)
         lost = {k: v for k, v in self._counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
+
+    def _alert_end(self, alerter: Alerter, state: str, error: str | None) -> None:
+        """The alert for how the run ended (failed, killed; finished if asked), then up to one
+        request's timeout for the queued alerts to go out before the process may exit."""
+        if state == states.FAILED:
+            lines = (error or "").strip().splitlines()
+            self._queue_alert("run failed", lines[-1] if lines else "", "error", state)
+        elif state == states.KILLED:
+            self._queue_alert("run killed", f"stopped at step {self._step}", "warn", state)
+        elif self._alert_finished:
+            self._queue_alert("run finished", f"{self._step} steps", "info", state)
+        alerter.close()
+
+    def alert(self, title: str, text: str = "", level: str = "info") -> None:
+        """Send an alert about this run to the run's alert destinations (``alerts=``,
+        ``$TUNETRACK_ALERT_URL``), and record it as an ``alert`` event. Returns at once: sending
+        happens in the background; the same title is sent at most once per
+        ``$TUNETRACK_ALERT_INTERVAL`` (300 s)."""
+        if level not in LEVELS:
+            if self.strict:
+                raise InvalidValue(f"alert level must be one of {LEVELS}, not {level!r}")
+            warn_once(
+                f"alert-level:{level}", f"alert level {level!r} is not one of {LEVELS}; sent as 'error'"
+            )
+            level = "error"
+        self.event("alert", title=str(title), text=str(text), level=level)
+        self._queue_alert(str(title), str(text), level, states.RUNNING)
+
+    def _queue_alert(self, title: str, text: str, level: str, state: str) -> None:
+        if self._alerter is not None:
+            self._alerter.send(Alert(title, text, level, self.id, self.name, self.project, state))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written and flushed to the OS."""

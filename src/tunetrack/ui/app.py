@@ -11,18 +11,24 @@ import hashlib
 import hmac
 import mimetypes
 import os
+import secrets
+import threading
+from collections import OrderedDict
+from html import escape
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import TypeAdapter
 
 from .._warnings import warn_once
-from ..config import MISSING, diff
+from ..config import MISSING, diff, text
 from ..errors import TunetrackError
-from ..reader import Catalog, Run, Series, m4, numeric_values, run_json
+from ..metric_keys import LOSS_LIKE, loss_columns
+from ..reader import Catalog, Run, Series, numeric_values, present, run_json, thin
+from .report import filename, render
 
 STATIC = Path(__file__).parent / "static"
 CSP = (
@@ -38,6 +44,8 @@ UPLOT = {
 
 
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
+#: the runs table to JSON as FastAPI writes a response (NaN and ±Inf as null), without validating it
+ROWS = TypeAdapter(list[dict[str, Any]])
 
 
 def _find(run: Run, key: str, node: str | None) -> Series | None:
@@ -55,40 +63,47 @@ def _points(
     """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (as the
     last answer returned it), only the points after it. The cursor also holds how many rewinds the run
     had: after a rewind the client's points are stale (hidden points may have been logged again, even
-    as many as were hidden), so the answer is ``reset`` and the client starts over. (NaN and ±Inf
-    leave as null, a gap in the line: FastAPI serializes through pydantic, which writes them so.)"""
-    xs = s.steps if x == "step" else s.times
-    values = numeric_values(s)
-    total = len(s)
-    new_cursor = rewinds << CURSOR_BITS | total
+    as many as were hidden), so the answer is ``reset`` and the client starts over. A step where the
+    key was logged as None is no point (``present``): a metric measured now and then draws its points
+    joined. (NaN and ±Inf leave as null, a gap in the line: FastAPI serializes through pydantic, which
+    writes them so.)"""
+    rows, points = len(s), present(s)  # the cursor counts rows, None or not: the client has a prefix
+    total = len(points)
+    new_cursor = rewinds << CURSOR_BITS | rows
     if cursor is not None:
         seen, had = cursor >> CURSOR_BITS, cursor & ((1 << CURSOR_BITS) - 1)
-        if cursor and (seen != rewinds or had > total):  # 0: from the start, whatever happened
+        if cursor and (seen != rewinds or had > rows):  # 0: from the start, whatever happened
             return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
+        new = present(Series(s.steps[had:], s.values[had:], s.times[had:]))
         return {
             "reset": False,
             "cursor": new_cursor,
             "total": total,
-            "x": xs[had:].tolist(),
-            "y": values[had:].tolist(),
+            "x": (new.steps if x == "step" else new.times).tolist(),
+            "y": numeric_values(new).tolist(),
         }
-    if total > 1 and np.any(np.diff(xs) < 0):
-        order = np.argsort(xs, kind="stable")
-        xs, values = xs[order], values[order]
-    idx = m4(xs, values, width, start, end)
+    xs, values = thin(
+        points.steps if x == "step" else points.times, numeric_values(points), width, start, end
+    )
     return {
         "total": total,
         "cursor": new_cursor,
-        "downsampled": len(idx) < total,
-        "x": xs[idx].tolist(),
-        "y": values[idx].tolist(),
+        "downsampled": len(xs) < total,
+        "x": xs.tolist(),
+        "y": values.tolist(),
     }
 
 
 def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]]:
     """(key, each run's value as text, None where absent) for every flat config key whose values differ
-    (``config.diff``: the comparison ``tunetrack diff`` makes)."""
-    return [(key, [None if v is MISSING else str(v) for v in values]) for key, values in diff(flats)]
+    (``config.diff``: the comparison ``tunetrack diff`` makes). Where the printed values would hide a
+    difference (``0.0003`` against ``0.00030000000000000003``), the row shows them exact."""
+    out = []
+    for key, values in diff(flats):
+        given = [v for v in values if v is not MISSING]
+        show = text if len(set(map(text, given))) == len(set(map(repr, given))) else str
+        out.append((key, [None if v is MISSING else show(v) for v in values]))
+    return out
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -126,16 +141,54 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         except TunetrackError as exc:
             raise HTTPException(404, str(exc)) from None
 
-    @app.get("/api/runs", summary="Runs, newest first")
-    def runs(project: str | None = None, state: str | None = None) -> list[dict[str, Any]]:
-        return catalog.rows(project=project, state=state)
+    # The runs table as JSON, by query, with the table's version it shows: a poll finds it unchanged
+    # (a 304, or these bytes for another browser) without building and serializing 10,000 rows.
+    listings: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+    listings_lock = threading.Lock()
+    boot = secrets.token_hex(4)  # in the ETag: another server's (or a restarted one's) versions differ
 
-    @app.get("/api/runs/{run_id}", summary="One run: metadata, config, keys, events")
+    @app.get(
+        "/api/runs",
+        summary="Runs, newest first, with the last value of each metric key asked for",
+        description="With an ETag: a request whose If-None-Match holds it is answered 304 while no run changed.",
+        response_model=list[dict[str, Any]],
+    )
+    def runs(
+        request: Request,
+        project: str | None = None,
+        state: str | None = None,
+        key: Annotated[list[str] | None, Query(description="default: the loss-like keys")] = None,
+    ) -> Response:
+        version = catalog.refresh()
+        headers = {"ETag": f'"{boot}-{version}"', "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        query = request.url.query
+        with listings_lock:
+            shown, body = listings.get(query, (None, b""))
+        if shown != version:
+            shown_keys = LOSS_LIKE if key is None else key
+            rows = catalog.rows(project=project, state=state, keys=shown_keys, refresh=False)
+            body = ROWS.dump_json(rows)
+            with listings_lock:
+                listings[query] = (version, body)
+                listings.move_to_end(query)
+                while len(listings) > 8:  # queries (column choices) kept
+                    listings.popitem(last=False)
+        return Response(body, media_type="application/json", headers=headers)
+
+    @app.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
+    def keys() -> dict[str, list[str]]:
+        every = catalog.keys()
+        return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
+
+    @app.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
     def run(run_id: str) -> dict[str, Any]:
         r = run_or_404(run_id)
         return {
             **run_json(r, detail=True),
-            "flat_config": {k: str(v) for k, v in r.flat_config.items()},
+            "summary": r.summary(),
+            "flat_config": {k: text(v) for k, v in r.flat_config.items()},  # as the page prints them
             "keys": r.keys(),
             "system_keys": r.system_keys(),
             "nodes": r.nodes,
@@ -225,6 +278,15 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         rows = [{"key": k, "a": va, "b": vb} for k, (va, vb) in _differing([ra.flat_config, rb.flat_config])]
         return {"a": ra.id, "b": rb.id, "rows": rows}
 
+    @app.get(
+        "/api/report", summary="The runs as one self-contained HTML file (tunetrack report), to download"
+    )
+    def report(run: Annotated[list[str], Query()]) -> HTMLResponse:
+        rs = [run_or_404(i) for i in run]
+        return HTMLResponse(
+            render(rs), headers={"Content-Disposition": f'attachment; filename="{filename(rs)}"'}
+        )
+
     @app.get("/api/runs/{run_id}/media/{path:path}", summary="An image stored with the run")
     def media(run_id: str, path: str) -> Response:
         data = run_or_404(run_id).read_media(path)
@@ -279,7 +341,11 @@ def _uplot_tag() -> str | None:
 
 
 def _page(html: str) -> Any:
-    def serve() -> HTMLResponse:
-        return HTMLResponse(html)
+    def serve(request: Request) -> HTMLResponse:
+        # The runs table's URL holds its columns (and the API takes the same query): the page
+        # preloads its rows from "/api/runs<!--query-->", so they are on their way before its
+        # script runs, and the script then asks for that very URL.
+        query = request.url.query
+        return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}") if query else ""))
 
     return serve

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from itertools import repeat
+from typing import Any
 
 from ..store.codec import Rows
 
@@ -26,6 +27,14 @@ class RowQueue:
         #: ``max_pending`` values divided by the width of the rows it sees, so memory is bounded in
         #: values whatever the number of metrics per row.
         self.cap = cap
+
+    def put(self, step: int, unix_time: float, row: dict[str, Any], all_float: bool = False) -> None:
+        """Queue one row with its own time (an importer; ``Tracker.log`` appends to the deques itself,
+        through bound methods, to save the call)."""
+        self.steps.append(step)
+        self.times.append(unix_time)
+        self.all_float.append(all_float)
+        self.rows.append(row)  # last, as in ``Tracker.log``
 
     def take(self, n: int, into: Rows) -> None:
         """Move the next ``n`` rows into ``into`` (on the writer thread; C-level loops only)."""

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import states
 from .._warnings import warn_once
+from ..alerts import Alert, Alerter
 from ..backends.base import Backend, RunInfo
 from ..edits import fold
 from ..health import HealthMonitor
@@ -51,6 +52,9 @@ class RunRequest:
     job: str | None = None
     #: seconds between uploads, for a store in object storage (None: ``settings.upload_interval()``)
     upload_interval: float | None = None
+    #: ``id`` names a new run rather than one to re-attach to (an imported run's id is derived from
+    #: its source, so a second import finds it)
+    new: bool = False
 
 
 @dataclass
@@ -79,6 +83,7 @@ class Writer(threading.Thread):
         max_pending: int = 1_000_000,
         strict: bool = False,
         backend_timeout: float = 5.0,
+        alerter: Alerter | None = None,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
         self.queue = queue
@@ -92,6 +97,7 @@ class Writer(threading.Thread):
         self.heartbeat_interval = heartbeat_interval
         self.tick = min(tick, flush_interval)
         self.health = health
+        self.alerter = alerter
         self.max_pending = max_pending
         self.strict = strict
         self.run_info: RunInfo | None = None
@@ -149,9 +155,10 @@ class Writer(threading.Thread):
             opened.name, opened.project = _existing(store, opened.id, opened.name, opened.project)
         elif request.id is not None:
             opened.resumed = False
-            warn_once(
-                f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
-            )
+            if not request.new:
+                warn_once(
+                    f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
+                )
         meta = {
             **request.process,
             "run_id": opened.id,
@@ -197,10 +204,12 @@ class Writer(threading.Thread):
         )
 
     # -- ending ------------------------------------------------------------------------------------
-    def finish(self, state: str, error: str | None = None, timeout: float = 60.0) -> bool:
-        """Write everything, record how the process ended, and stop; False if that took longer than
-        ``timeout`` (the run may then read as crashed)."""
-        self._end = {"state": state, "traceback": error}
+    def finish(
+        self, state: str, error: str | None = None, timeout: float = 60.0, at: float | None = None
+    ) -> bool:
+        """Write everything, record how the process ended (``at``: when, if not now: an imported run's
+        end), and stop; False if that took longer than ``timeout`` (the run may then read as crashed)."""
+        self._end = {"state": state, "traceback": error, **({"time": at} if at is not None else {})}
         self._stopping.set()
         if threading.current_thread() is not self and self.is_alive():
             self.join(timeout=timeout)
@@ -330,6 +339,24 @@ class Writer(threading.Thread):
         step = problem.pop("step")
         self._write_event(Event("health", step, time.time(), problem))
         value = problem["value"]
+        if self.alerter is not None and self.run_info is not None:
+            run, key = self.run_info, problem["key"]
+            spike = problem["problem"].endswith("_spike")
+            text = f"{key} = {value:.6g} at step {step}" + (
+                f" (baseline {problem['baseline']:.6g})" if "baseline" in problem else ""
+            )
+            self.alerter.send(
+                Alert(
+                    f"{key} spiked" if spike else f"{key} is {value}",
+                    text,
+                    "warn",
+                    run.id,
+                    run.name,
+                    run.project,
+                    states.RUNNING,
+                ),
+                key=(run.id, "health", key, problem["problem"]),
+            )
         warn_once(
             f"{self._run_id}:health:{problem['problem']}",
             f"training health: {problem['key']} = {value:.6g} at step {step} "

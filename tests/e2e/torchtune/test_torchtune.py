@@ -148,16 +148,20 @@ print(json.dumps([[e["step"] for e in logs], [e["loss"] for e in logs]]))
 """
 
 
-def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
-    """No `dir`, no $TUNETRACK_DIR: the run is stored under the config's `log_dir` (`${output_dir}/logs`)."""
+def test_lora_finetune_lands_in_log_dir(tiny, tmp_path, mlflow_server):
+    """No `dir`, no $TUNETRACK_DIR: the run is stored under the config's `log_dir` (`${output_dir}/logs`);
+    mirrored into all four trackers at once, each read back with its own reader."""
     out = tmp_path / "out"
     proc = tune_run(
         "lora_finetune_single_device",
         tiny["tiny_lora"],
         out,
         "metric_logger.tags=[tiny,lora]",
-        "metric_logger.backends=[tensorboard,trackio]",  # mirrored into TensorBoard and trackio too
+        "metric_logger.backends=[tensorboard,trackio,mlflow,wandb]",
         TRACKIO_DIR=str(tmp_path / "trackio"),
+        MLFLOW_TRACKING_URI=mlflow_server.url,
+        WANDB_MODE="offline",
+        WANDB_DIR=str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = list_runs(out / "logs")
@@ -179,6 +183,25 @@ def test_lora_finetune_lands_in_log_dir(tiny, tmp_path):
     assert [e.value for e in acc.Scalars("loss")] == pytest.approx(
         run.series("loss").values.tolist(), rel=1e-6
     )
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(mlflow_server.url)
+    (mirror,) = client.search_runs([client.get_experiment_by_name("tt").experiment_id])
+    history = sorted(client.get_metric_history(mirror.info.run_id, "loss"), key=lambda m: m.step)
+    assert [m.step for m in history] == run.series("loss").steps.tolist()
+    assert [m.value for m in history] == pytest.approx(run.series("loss").values.tolist(), rel=1e-6)
+    assert mirror.info.status == "FINISHED" and mirror.data.params["model.lora_rank"] == "4"
+    (wandb_file,) = (tmp_path / "wandb").glob("offline-run-*/run-*.wandb")
+    records = subprocess.run(
+        [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(wandb_file)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    rows = [json.loads(line)["history"] for line in records if '"type":"history"' in line]
+    losses = [(r["step"]["num"], r["item"]["loss"]) for r in rows if "loss" in r["item"]]
+    assert [step for step, _ in losses] == run.series("loss").steps.tolist()
+    assert [v for _, v in losses] == pytest.approx(run.series("loss").values.tolist(), rel=1e-6)
     assert run.name.startswith("tt-") and run.tags == ["tiny", "lora"]
     assert_recorded(run, out)
     assert run.config["model"]["lora_rank"] == 4

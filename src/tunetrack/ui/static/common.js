@@ -53,6 +53,7 @@ function lineChart(div, data, range, { title, x, names, log = false, markers = (
     // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
     // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
     series: [{ label: x }, ...names.map((label, i) => ({ label, stroke: lineColor(i), width: 1,
+                                                          points: { filter: isolated, fill: lineColor(i) },
                                                           value: (u, v) => (v == null ? "--" : fmtNum(v)) }))],
     axes: [{}, { values: log ? logTicks : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
@@ -72,6 +73,24 @@ function lineChart(div, data, range, { title, x, names, log = false, markers = (
   div.chart = chart;
   resized.observe(div);
   return chart;
+}
+// The points of a line with no neighbour to join (a value between two gaps, or alone): uPlot draws a
+// line between points and, where they are dense, no dots, so these would not show at all. They get
+// a dot. (null is a gap; undefined, a run without a point at that step on the compare page, is
+// spanned: the neighbours are the nearest values either side that are not undefined.)
+function isolated(u, seriesIdx, show) {
+  if (show) return null;  // uPlot draws every point anyway: they are few on screen
+  const ys = u.data[seriesIdx], out = [];
+  let before = null, alone = -1;  // the last value that is not undefined; a number with none before it
+  for (let i = 0; i < ys.length; i++) {
+    const v = ys[i];
+    if (v === undefined) continue;
+    if (v === null && alone >= 0) out.push(alone);
+    alone = v !== null && before === null ? i : -1;
+    before = v;
+  }
+  if (alone >= 0) out.push(alone);
+  return out;
 }
 // New data for a chart, keeping its zoomed x range (or showing all of the data if `range` is null).
 function setLines(chart, data, range) {

@@ -128,6 +128,52 @@ function renderMedia() {
     }
   }
 }
+// Run.counters(): what was logged but not kept (zero counts are left out)
+const NOT_KEPT = {
+  dropped_rows: "rows dropped (the writer could not keep up)",
+  dropped_values: "values dropped (of a type the store does not keep)",
+  lost_rows: "rows lost (the store could not write them)",
+  late_rows: "rows logged after finish()",
+};
+function notKept() {
+  const parts = Object.entries(run.counters).map(([name, n]) => (name.startsWith("backend_missed/")
+    ? `${n} rows not sent to ${name.slice("backend_missed/".length)}` : `${n} ${NOT_KEPT[name] || name}`));
+  if (parts.length) return parts.join("; ");
+  return run.state === "running" ? "nothing so far (counted as the run ends)" : "nothing: every row logged was stored";
+}
+// What `tunetrack show` prints above its tables: where, when and how the run ran, and its last values.
+function renderOverview() {
+  const about = run.provenance, git = about.git;
+  const versions = Object.entries({ python: about.python, ...about.versions }).filter(([, v]) => v);
+  const facts = {
+    project: run.project ?? "—", started: fmtTime(run.created), ended: fmtTime(run.ended), duration: duration(run),
+    hosts: run.hosts.join(", ") || "—", processes: about.processes, user: about.user ?? "—",
+    tags: run.tags.join(", ") || "—",
+    git: git ? [git.commit ? git.commit.slice(0, 12) : "no commit yet", git.branch, git.dirty ? "dirty" : "clean"]
+      .filter(Boolean).join(" · ") : "—",
+    command: about.command ?? "—",
+    versions: versions.map(([name, v]) => `${name} ${v}`).join(", ") || "—",
+    "not kept": notKept(),
+    ...(about.imported ? { imported: about.imported } : {}),
+  };
+  const list = document.getElementById("facts");
+  list.replaceChildren();
+  for (const [label, value] of Object.entries(facts)) {
+    const dd = el("dd", value);
+    dd.dataset.fact = label;
+    list.append(el("dt", label), dd);
+  }
+  const gitFact = list.querySelector("[data-fact='git']");
+  if (git) gitFact.title = [git.commit, git.remote].filter(Boolean).join("\n");
+  gitFact.classList.toggle("warn", Boolean(git?.dirty));  // the code that ran is not the commit
+  list.querySelector("[data-fact='not kept']").classList.toggle("warn", Object.keys(run.counters).length > 0);
+  const body = document.querySelector("#summary tbody");
+  body.replaceChildren(...Object.entries(run.summary).map(([key, s]) => {
+    const tr = row([key, fmtNum(s.last), fmtNum(s.min), fmtNum(s.max), s.step ?? "—", s.count]);
+    tr.dataset.key = key;
+    return tr;
+  }));
+}
 // The config as it was logged, nested: each section folds open and shut. A search keeps the entries
 // whose dotted path or value contains it, and the sections that lead to them.
 function renderConfig() {
@@ -152,13 +198,15 @@ function configNodes(config, path, query, depth) {
       out.push(section);
       continue;
     }
-    const text = typeof value === "string" ? value : JSON.stringify(value);
+    const text = run.flat_config[full];  // as the server prints it: numbers without float noise
     if (query && !full.toLowerCase().includes(query) && !text.toLowerCase().includes(query)) continue;
     const entry = el("div", null, "cfg-entry");
     entry.dataset.path = full;
     const name = el("span", key, "cfg-key");
     name.style.paddingLeft = indent;
-    entry.append(name, el("span", text, "cfg-value"));
+    const shown = el("span", text, "cfg-value");
+    if (typeof value === "number" && Number(text) !== value) shown.title = String(value);  // exact, on hover
+    entry.append(name, shown);
     out.push(entry);
   }
   return out;
@@ -180,7 +228,7 @@ async function start() {
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
-  renderEvents(); renderMedia(); renderConfig();
+  renderOverview(); renderEvents(); renderMedia(); renderConfig();
   try { await chartsReady; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
@@ -206,9 +254,9 @@ async function refresh() {
   try {
     const fresh = await api(`/api/runs/${encodeURIComponent(runId)}`);
     const added = addCharts(fresh);
-    run.events = fresh.events; run.state = fresh.state;
+    run = fresh;
     showState();
-    renderEvents();
+    renderOverview(); renderEvents();
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },

@@ -1,0 +1,170 @@
+"""The notebook panel: a run's (or a project's) state and charts inline in Jupyter, JupyterLab, VS Code
+and Colab, live while training runs in the same kernel.
+
+``tunetrack.show(run_or_project)`` returns a ``Panel``; a ``Tracker`` shown as a cell's value is
+displayed as one. The panel is an anywidget (``pip install 'tunetrack[notebook]'``): its front end is
+one ES module (uPlot, the dashboard's charting library, and ``static/panel.js``) that the notebook
+loads from the kernel, so no server is started and nothing is fetched from the network. While a run
+is running, a daemon thread re-reads it every ``interval`` seconds (only what was appended) and sends
+the new chart data over the widget's comm; a finished run or a project is read once. Nothing is
+printed per step.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import weakref
+from pathlib import Path
+from typing import Any
+
+from .. import metric_keys, states
+from ..errors import RunNotFound
+from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
+
+STATIC = Path(__file__).parent / "static"
+#: the widest a panel's chart is drawn (points per series are bounded by four per pixel)
+WIDTH = 600
+#: charts shown when no keys are given: loss-like keys first, then the others in logging order
+MAX_CHARTS = 12
+
+
+def _front_end() -> tuple[str, str]:
+    """The widget's ES module and CSS. uPlot is the build-time vendored copy the dashboard uses; a
+    build without it shows the state and a note where the charts would be."""
+    vendor = STATIC / "vendor"
+    js = vendor / "uPlot.iife.min.js"
+    esm = (STATIC / "panel.js").read_text()
+    if not js.exists():
+        return esm, (STATIC / "panel.css").read_text()
+    return (
+        js.read_text() + "\n" + esm,
+        (vendor / "uPlot.min.css").read_text() + "\n" + (STATIC / "panel.css").read_text(),
+    )
+
+
+def _widget_base() -> Any:
+    try:
+        import anywidget
+    except ImportError:
+        raise ImportError("the notebook panel needs anywidget: pip install 'tunetrack[notebook]'") from None
+    return anywidget.AnyWidget
+
+
+@functools.cache
+def _panel_class() -> type:
+    import traitlets
+
+    esm, css = _front_end()
+
+    class Panel(_widget_base()):  # type: ignore[misc]
+        """A live panel of runs: ``runs`` (id, name, project, state, step) and ``series`` (per run, per
+        key: steps and values, None for NaN), synced to the front end."""
+
+        _esm = esm
+        _css = css
+        runs: Any = traitlets.List().tag(sync=True)
+        series: Any = traitlets.Dict().tag(sync=True)
+
+        def __init__(self, runs: list[Run], keys: list[str] | None, interval: float) -> None:
+            super().__init__()
+            self._runs, self._keys, self._interval = runs, keys, interval
+            self._stop = threading.Event()
+            self.refresh()
+            if any(r.state == states.RUNNING for r in runs):
+                thread = threading.Thread(target=_follow, args=(weakref.ref(self),), daemon=True)
+                thread.start()
+
+        def refresh(self) -> None:
+            """Read what the runs appended since the last read and send it to the front end."""
+            for run in self._runs:
+                run.refresh()
+            keys = self._keys or _main_keys(self._runs)
+            self.series = {
+                run.id: {key: _points(run.series(key)) for key in keys if key in run.keys()}
+                for run in self._runs
+            }
+            self.runs = [
+                {
+                    "id": r.id,
+                    "name": r.name,
+                    "project": r.project,
+                    "state": r.state,
+                    "step": r.latest()["step"],
+                }
+                for r in self._runs
+            ]
+
+        def stop(self) -> None:
+            """Stop following the runs (a notebook's panel stops by itself when they end)."""
+            self._stop.set()
+
+    return Panel
+
+
+def _follow(ref: weakref.ref) -> None:
+    """Refresh the panel while any of its runs is running; a panel nothing refers to any more (its
+    cell output was cleared) lets the thread end."""
+    while True:
+        panel = ref()
+        if panel is None or panel._stop.wait(panel._interval):
+            return
+        try:
+            panel.refresh()
+        except Exception:  # a run being written between two reads: the next tick reads it whole
+            continue
+        if not any(r["state"] == states.RUNNING for r in panel.runs):
+            return
+        del panel
+
+
+def _points(s: Series) -> tuple[list[int], list[float | None]]:
+    """A chart's points against the steps: a step logged as None is no point (``present``)."""
+    s = present(s)
+    return chart_points(s.steps, numeric_values(s), WIDTH)
+
+
+def _main_keys(runs: list[Run]) -> list[str]:
+    seen = list(dict.fromkeys(k for run in runs for k in run.keys()))
+    loss = [k for k in seen if k in metric_keys.LOSS_LIKE]
+    return (loss + [k for k in seen if k not in loss])[:MAX_CHARTS]
+
+
+def show(
+    what: Any = None,
+    dir: str | os.PathLike[str] | None = None,
+    keys: list[str] | None = None,
+    interval: float = 1.0,
+) -> Any:
+    """A panel for ``what``: a ``Tracker``, a ``Run``, a run id (or unique prefix, or name), or a
+    project's name (its runs overlaid); None: the store's newest run. Live while a run is running."""
+    runs: list[Run]
+    if what is None:
+        found = list_runs(dir)
+        if not found:
+            raise RunNotFound("no runs to show yet")
+        runs = found[:1]
+    elif isinstance(what, Run):
+        runs = [what]
+    elif hasattr(what, "run_dir") and hasattr(what, "id"):  # a Tracker
+        if what.id is None:
+            raise RunNotFound("this tracker has not started its run yet: log something first")
+        runs = [open_run(what.id, dir=_store_of(what))]
+    else:
+        ref = str(what)
+        try:
+            runs = [open_run(ref, dir=dir)]
+        except RunNotFound:
+            runs = list_runs(dir, project=ref)
+            if not runs:
+                raise RunNotFound(f"no run or project {ref!r} in the store") from None
+    return _panel_class()(runs, keys, interval)
+
+
+def _store_of(tracker: Any) -> str | os.PathLike[str] | None:
+    """The store a tracker writes to: its run folder's parent (or URL prefix)."""
+    where = tracker.run_dir
+    if where is None:
+        return None
+    return where.parent if isinstance(where, Path) else str(where).rsplit("/", 1)[0]

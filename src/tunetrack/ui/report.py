@@ -1,0 +1,183 @@
+"""A shareable report: one HTML file that holds one or more runs (overview, summary, charts, config
+and its differences, events) and needs nothing else to open, neither a server nor the network.
+
+It is made here, beside the dashboard whose page code it reuses (``common.js`` draws its charts with
+the uPlot build the dashboard serves), and without FastAPI: ``tunetrack report`` works where the
+``ui`` extra is not installed. Everything the page shows travels as JSON in a
+``<script type="application/json">`` block, escaped so that no string can end the block, and the
+page inserts every user string as text. A Content-Security-Policy lets only the report's own
+scripts run and forbids every request.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import re
+import string
+import time
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .._warnings import warn_once
+from ..config import MISSING, diff
+from ..reader import Run, Series, chart_points, numeric_values, present, provenance, run_json
+
+STATIC = Path(__file__).parent / "static"
+#: uPlot as the build put it into the package (hatch_build.py), with its licence
+UPLOT_JS = STATIC / "vendor" / "uPlot.iife.min.js"
+UPLOT_CSS = STATIC / "vendor" / "uPlot.min.css"
+UPLOT_LICENSE = STATIC / "vendor" / "uPlot.LICENSE"
+#: M4 buckets per line: about two per pixel of a wide chart, so a drag-zoom shows detail too, while a
+#: line of any length embeds at most 4 * WIDTH points (a 1,000,000-point metric: a few hundred kB)
+WIDTH = 2000
+#: what the page needs escaped inside its JSON block: ``<`` ``>`` ``&`` (no ``</script>``, no
+#: ``<!--``) and the two line separators that older JavaScript parsers take for line ends
+_JSON_ESCAPES = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def chart_count(runs: Sequence[Run]) -> int:
+    """How many charts ``render`` will consider (for a progress bar's total)."""
+    return len(_training_keys(runs)) + len(_system_keys(runs))
+
+
+def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) -> str:
+    """The report of ``runs`` as one HTML document; ``on_chart()`` is called after each chart's data
+    is read and downsampled (the slow part)."""
+    data = report_data(runs, on_chart)
+    scripts = [_text(UPLOT_JS), _text(STATIC / "common.js"), _text(STATIC / "report.js")]
+    if not scripts[0]:
+        warn_once(
+            "report:no-uplot",
+            "the charting library was not built in: rebuild with npm available (the report shows no charts)",
+        )
+    scripts = [_inline(s, "script") for s in scripts if s]
+    # Only these scripts may run (an injected one, had escaping failed, would not), and nothing loads.
+    hashes = " ".join(
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
+    )
+    return string.Template(_text(STATIC / "report.html")).substitute(
+        csp=f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:",
+        style=_inline(_text(UPLOT_CSS) + _text(STATIC / "app.css") + _text(STATIC / "report.css"), "style"),
+        data=json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(
+            _JSON_ESCAPES
+        ),
+        license=html.escape(_text(UPLOT_LICENSE) or "(not built in)", quote=False),
+        scripts="\n".join(f"<script>{s}</script>" for s in scripts),
+    )
+
+
+def filename(runs: Sequence[Run]) -> str:
+    """A file name that says which runs a report holds."""
+    ids = [re.sub(r"[^A-Za-z0-9_.-]", "_", r.id) for r in runs]
+    named = "-".join(ids) if len(ids) <= 3 else f"{ids[0]}-and-{len(ids) - 1}-more"
+    return f"tunetrack-report-{named}.html"
+
+
+def report_data(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) -> dict[str, Any]:
+    """What the page shows, as JSON-safe values (no NaN or infinity: a value the charts cannot draw
+    is null, one the tables print is its text, ``"nan"``, ``"inf"``)."""
+    charts = []
+    for key in _training_keys(runs):
+        lines = [_line(f"{r.name} ({r.id})", r.id, present(r.series(key)), "step", 0.0) for r in runs]
+        charts.append({"group": "training", "key": key, "x": "step", "lines": [x for x in lines if x]})
+        if on_chart:
+            on_chart()
+    for key in _system_keys(runs):
+        lines = [
+            _line(f"{r.name} ({r.id}) {node}", r.id, s, "time", r.created)
+            for r in runs
+            for node, s in sorted(r.system_series(key).items())
+        ]
+        charts.append({"group": "system", "key": key, "x": "relative", "lines": [x for x in lines if x]})
+        if on_chart:
+            on_chart()
+    flats = [r.flat_config for r in runs]
+    return {
+        "generated": time.time(),
+        "version": _version(),
+        "width": WIDTH,
+        "runs": [_overview(r) for r in runs],
+        "charts": [c for c in charts if c["lines"]],
+        "diff": [
+            {"key": key, "values": [None if v is MISSING else str(v) for v in values]}
+            for key, values in (diff(flats) if len(runs) > 1 else [])
+        ],
+    }
+
+
+def _overview(run: Run) -> dict[str, Any]:
+    """The run as ``tunetrack show`` prints it: identity, state, times, where and how it ran, its
+    error, each metric's summary, its config (flat, values as text) and its events."""
+    return _plain(
+        {
+            **run_json(run),
+            "provenance": provenance(run),
+            "error": run.error,
+            "summary": run.summary(),
+            "config": {k: str(v) for k, v in run.flat_config.items()},
+            "events": run.events(),
+        }
+    )
+
+
+def _training_keys(runs: Sequence[Run]) -> list[str]:
+    return list(dict.fromkeys(k for r in runs for k in r.keys()))
+
+
+def _system_keys(runs: Sequence[Run]) -> list[str]:
+    return sorted({k for r in runs for k in r.system_keys()})
+
+
+def _line(label: str, run_id: str, s: Series, x: str, origin: float) -> dict[str, Any] | None:
+    """One line of a chart, thinned by M4 (every spike stays); None if it has no number to draw.
+    ``x``: ``step``, or ``time`` as seconds since ``origin``."""
+    import numpy as np
+
+    values = numeric_values(s)
+    if not np.isfinite(values).any():
+        return None
+    xs, ys = chart_points(s.steps if x == "step" else np.round(s.times - origin, 3), values, WIDTH)
+    return {"label": label, "run": run_id, "x": xs, "y": ys}  # y: null for a gap
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON can hold it: non-finite floats as their text, NumPy scalars as numbers,
+    anything else unknown as its ``str``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if type(value).__module__ == "numpy" and hasattr(value, "item"):
+        return _plain(value.item())
+    return str(value)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def _inline(text: str, tag: str) -> str:
+    """``text`` made safe inside ``<tag>...</tag>``: ``</tag`` would end the element early, and in a
+    script ``<!--`` can keep it from ending. (``<\\/`` and ``<\\!`` mean ``</`` and ``<!`` in a
+    JavaScript string, regular expression or comment; ``<\\/`` means ``</`` in CSS.)"""
+    text = re.sub(f"</(?={tag})", r"<\\/", text, flags=re.IGNORECASE)
+    return text.replace("<!--", "<\\!--") if tag == "script" else text
+
+
+def _version() -> str:
+    try:
+        return version("tunetrack")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, not installed
+        return "unknown"

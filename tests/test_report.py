@@ -1,0 +1,204 @@
+"""``tunetrack report``: one self-contained HTML file of real runs, read back from the file itself.
+
+What the page shows is the JSON block the file embeds (``report_data``); these tests read that block
+back as the page's script does and check the data, the escaping and the size. That the page draws it,
+offline, is tests/ui/test_report_browser.py's part (a real browser).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_until
+from tunetrack import Tracker
+from tunetrack.cli import cli
+from tunetrack.reader import open_run
+from tunetrack.ui.report import UPLOT_JS, UPLOT_LICENSE, WIDTH
+
+
+def report(*args: object):
+    return CliRunner().invoke(cli, ["report", *map(str, args)], catch_exceptions=False)
+
+
+def chart(data: dict, key: str) -> dict:
+    (found,) = [c for c in data["charts"] if c["key"] == key]
+    return found
+
+
+def test_one_run(root, tmp_path):
+    a, _ = seed_two_runs(root)
+    out = tmp_path / "one.html"
+    result = report(a, "--dir", root, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert result.output == f"wrote {out} (1 run, {out.stat().st_size / 1e3:.0f} kB)\n"  # piped: no bar
+    html = out.read_text()
+    data = embedded(html)
+    (run,) = data["runs"]
+    assert (run["id"], run["name"], run["project"], run["state"]) == (a, "alpha", "p", "finished")
+    assert run["provenance"]["python"] and run["provenance"]["processes"] == 1
+    assert run["summary"]["loss"] == {"last": 0.05, "min": 0.05, "max": 2.0, "step": 40, "count": 40}
+    assert run["config"] == {"lr": "0.1", "layers": "2"}
+    assert [(e["kind"], e["step"], e["path"]) for e in run["events"] if e["kind"] == "checkpoint"] == [
+        ("checkpoint", 20, "ckpt-20")
+    ]
+    assert data["diff"] == []  # one run: nothing to compare
+    (loss,) = chart(data, "loss")["lines"]
+    assert loss["x"] == list(range(1, 41))  # few points: every one of them
+    assert loss["y"][8] == 2.0 / 9 and loss["y"][9] is None and loss["y"][10] is None  # NaN, inf: gaps
+    (evals,) = chart(data, "eval/loss")["lines"]
+    assert evals["x"] == [10, 20, 30, 40]  # logged as None elsewhere: no point there, the line joins them
+    # self-contained: uPlot, its licence, and a policy that lets nothing load
+    assert UPLOT_JS.read_text() in html and UPLOT_LICENSE.read_text().splitlines()[0] in html
+    assert "default-src 'none'" in html
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
+
+
+def test_two_runs_overlaid_and_every_string_escaped(root, tmp_path):
+    a, x = seed_two_runs(root)
+    out = tmp_path / "two.html"
+    assert report(a, x, "--dir", root, "-o", out).exit_code == 0
+    html = out.read_text()
+    data = embedded(html)
+    assert [r["name"] for r in data["runs"]] == ["alpha", XSS]
+    assert data["runs"][1]["tags"] == [NASTY] and data["runs"][1]["config"][NASTY] == NASTY
+    assert [line["run"] for line in chart(data, "loss")["lines"]] == [a, x]
+    assert [line["run"] for line in chart(data, "eval/loss")["lines"]] == [a]
+    assert data["diff"] == [
+        {"key": NASTY, "values": [None, NASTY]},
+        {"key": "layers", "values": ["2", None]},
+        {"key": "lr", "values": ["0.1", "0.2"]},
+    ]
+    # No user string reaches the HTML as markup: the only script ends are the file's own.
+    assert XSS not in html and "\u2028" not in html and "\u2029" not in html
+    assert html.count("</script>") == html.count("<script") == 4  # the data, uPlot, common.js, report.js
+    assert html.count("<!--") == 0
+
+
+def test_a_million_points_stay_small_and_keep_their_spike(root, tmp_path):
+    t = Tracker(dir=root, name="long", system=False).start()
+    for step in range(1_000_000):
+        t.log({"loss": 100.0 if step == 777_777 else math.sin(step / 1000)}, step=step)
+    t.finish()
+    out = tmp_path / "long.html"
+    assert report(t.id, "--dir", root, "-o", out).exit_code == 0
+    assert out.stat().st_size < 1_000_000
+    data = embedded(out.read_text())
+    (line,) = chart(data, "loss")["lines"]
+    assert len(line["x"]) <= 4 * WIDTH
+    assert line["x"][line["y"].index(100.0)] == 777_777  # M4 keeps the single-step spike
+    assert data["runs"][0]["summary"]["loss"]["count"] == open_run(t.id, dir=root).summary()["loss"]["count"]
+
+
+def test_system_metrics_chart_per_node_over_seconds_since_the_start(root, tmp_path):
+    class Gpu:
+        name = "gpu"
+        calls = 0
+
+        def sample(self):
+            self.calls += 1
+            return {"gpu.0.util": 50 + self.calls}
+
+        def close(self): ...
+
+    gpu = Gpu()
+    t = Tracker(dir=root, name="sys", system=True, system_interval=0.05, system_sources=[gpu]).start()
+    t.log({"loss": 1.0}, step=1)
+    wait_until(lambda: gpu.calls >= 3)
+    t.finish()
+    out = tmp_path / "r.html"
+    assert report(t.id, "--dir", root, "-o", out).exit_code == 0
+    util = chart(embedded(out.read_text()), "gpu.0.util")
+    assert (util["group"], util["x"]) == ("system", "relative")
+    (node,) = open_run(t.id, dir=root).nodes
+    (line,) = util["lines"]
+    assert line["label"] == f"sys ({t.id}) {node}"
+    assert len(line["x"]) >= 3 and 0 <= line["x"][0] < line["x"][-1] < 60
+    assert line["y"] == sorted(set(line["y"])) and line["y"][0] >= 51 and line["y"][-1] <= 50 + gpu.calls
+
+
+def test_default_name_and_a_run_named_twice(root, tmp_path, monkeypatch):
+    a, _ = seed_two_runs(root)
+    monkeypatch.chdir(tmp_path)
+    result = report(a, "alpha", "--dir", root)
+    assert result.exit_code == 0
+    assert len(embedded((tmp_path / f"tunetrack-report-{a}.html").read_text())["runs"]) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nosuchrun"], "Error: no run"),
+        (
+            ["alpha", "-o", "{tmp}/missing/r.html"],
+            "Error: cannot write {tmp}/missing/r.html: No such file or directory",
+        ),
+        (["alpha", "-o", "{tmp}"], "Error: Invalid value for '-o' / '--output'"),
+    ],
+    ids=["unknown run", "missing folder", "a folder"],
+)
+def test_errors_are_one_line(root, tmp_path, args, message):
+    seed_two_runs(root)
+    result = CliRunner().invoke(cli, ["report", "--dir", str(root), *[a.format(tmp=tmp_path) for a in args]])
+    assert result.exit_code in (1, 2)
+    assert result.output.startswith(message.format(tmp=tmp_path)) and result.output.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no file left behind
+
+
+def test_a_progress_bar_on_a_terminal_only(root, tmp_path):
+    """stderr a terminal: a bar that reaches 100% (one step per chart); stdout gets only the result."""
+    a, x = seed_two_runs(root)
+    out = tmp_path / "r.html"
+    terminal, bar_side = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "report", a, x, "--dir", str(root), "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=bar_side,
+        env={**os.environ, "PYTHONPATH": SRC, "COLUMNS": "100"},
+    )
+    os.close(bar_side)
+    stdout, _ = proc.communicate(timeout=60)
+    shown = b""
+    while chunk := _read(terminal):
+        shown += chunk
+    os.close(terminal)
+    assert proc.returncode == 0
+    assert stdout.decode().startswith(f"wrote {out} (2 runs, ")
+    assert b"report" in shown and b"100%" in shown
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the other side closed (Linux answers EIO)
+        return b""
+
+
+def test_needs_no_dashboard_dependencies(root, tmp_path):
+    """The ``ui`` extra (FastAPI, uvicorn) is for the server: a report is made without it."""
+    a, _ = seed_two_runs(root)
+    out = tmp_path / "r.html"
+    run_script(
+        """
+        import sys
+        sys.modules["fastapi"] = sys.modules["uvicorn"] = sys.modules["starlette"] = None  # not installed
+        from tunetrack.cli import main
+        sys.argv = ["tunetrack", "report", *sys.argv[1:]]
+        try:
+            main()
+        except SystemExit as e:
+            assert e.code in (0, None), e.code
+        """,
+        a,
+        "--dir",
+        str(root),
+        "-o",
+        str(out),
+    )
+    assert embedded(out.read_text())["runs"][0]["id"] == a

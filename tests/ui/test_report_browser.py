@@ -1,0 +1,140 @@
+"""The report file (``tunetrack report``) opened from disk in a real browser with the network off, and
+the same report from the dashboard (``GET /api/report`` and the pages' "Download report" link)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from PIL import Image
+
+from conftest import ARTIFACTS
+from helpers import XSS, embedded, seed_two_runs, wait_until
+from tunetrack import TunetrackWarning
+from tunetrack.cli import cli
+from tunetrack.reader import open_run
+from tunetrack.ui import report
+from tunetrack.ui.app import create_app
+
+
+@pytest.fixture
+def written(root, tmp_path):
+    """Two runs and the report of both, as the CLI writes it."""
+    a, x = seed_two_runs(root)
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(cli, ["report", a, x, "--dir", str(root), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return a, x, out
+
+
+def line_pixels(png: bytes) -> tuple[int, int]:
+    """Pixels of the first two lines' colours in a chart's canvas (bluish, reddish: common.js's
+    lineColor(0) and lineColor(1)); axes, grid and labels are grey."""
+    raw = Image.open(io.BytesIO(png)).convert("RGB").tobytes()
+    colours = [
+        (r, g, b) for r, g, b in zip(raw[0::3], raw[1::3], raw[2::3]) if max(r, g, b) - min(r, g, b) > 60
+    ]
+    return sum(b > r for r, g, b in colours), sum(r > b for r, g, b in colours)
+
+
+def test_the_file_draws_its_charts_offline_and_shows_names_as_text(browser, written):
+    a, x, out = written
+    data = embedded(out.read_text())
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, offline=True)
+    attempted, dialogs, errors = [], [], []
+
+    def only_the_file(route):
+        if route.request.url.startswith("file:"):
+            return route.continue_()
+        attempted.append(route.request.url)
+        return route.abort()
+
+    context.route("**/*", only_the_file)
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)  # CSP refusals too
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(out.as_uri())
+        charts = len(data["charts"])
+        wait_until(
+            lambda: len(page.query_selector_all(".chart[data-drawn] .uplot canvas")) == charts, timeout=20
+        )
+        drawn = {c.get_attribute("data-key"): c for c in page.query_selector_all(".chart")}
+        assert sorted(drawn) == ["eval/loss", "loss"]
+        assert drawn["loss"].get_attribute("data-traces") == "2"  # both runs overlaid
+        blue, red = line_pixels(drawn["loss"].query_selector("canvas").screenshot())
+        assert blue > 50 and red > 50, (blue, red)
+        blue, red = line_pixels(drawn["eval/loss"].query_selector("canvas").screenshot())
+        assert blue > 20 and red == 0, (blue, red)  # alpha's 4 evaluations, joined across the None steps
+
+        headings = [h.inner_text() for h in page.query_selector_all("#runs h2")]
+        assert headings == [f"alpha ({a})", f"{XSS} ({x})"]
+        assert page.query_selector_all("img") == []  # the name is text, not an element
+        assert f"{XSS} ({x})" in page.inner_text("#diff thead")
+        assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == [
+            row["key"] for row in data["diff"]
+        ]
+        assert "checkpoint" in page.inner_text("#events") and "ckpt-20" in page.inner_text("#events")
+        assert "MIT" in page.inner_text("footer")
+        page.screenshot(path=str(ARTIFACTS / "report.png"), full_page=True)
+    finally:
+        context.close()
+    assert attempted == []  # no request left the file (none would have reached anything: offline)
+    assert dialogs == []
+    assert errors == []  # no script error, and nothing the page's policy refused to load
+
+
+def test_without_uplot_the_report_says_so_and_shows_the_rest(root, tmp_path, browser, monkeypatch):
+    """A build made without npm has no uPlot (hatch_build.py): no charts, and the page says why."""
+    a, _ = seed_two_runs(root)
+    monkeypatch.setattr(report, "UPLOT_JS", tmp_path / "not-built.js")
+    with pytest.warns(TunetrackWarning, match="not built in"):
+        html = report.render([open_run(a, dir=root)])
+    out = tmp_path / "r.html"
+    out.write_text(html)
+    page = browser.new_page()
+    try:
+        page.goto(out.as_uri())
+        wait_until(lambda: "not built in" in page.inner_text("#charts"), timeout=20)
+        assert page.query_selector_all(".chart") == []
+        assert page.inner_text("#runs h2") == f"alpha ({a})"
+    finally:
+        page.close()
+
+
+def test_the_dashboard_serves_the_same_report(root, written):
+    a, x, out = written
+    with TestClient(create_app(root), base_url="http://test") as c:
+        response = c.get("/api/report", params={"run": [a, x]})
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert (
+            response.headers["content-disposition"] == f'attachment; filename="tunetrack-report-{a}-{x}.html"'
+        )
+        served, written_data = embedded(response.text), embedded(out.read_text())
+        assert served.pop("generated") >= written_data.pop("generated")
+        assert served == written_data
+        missing = c.get("/api/report", params={"run": [a, "nosuchrun"]})
+        assert missing.status_code == 404 and "nosuchrun" in missing.json()["detail"]
+
+
+def test_the_run_and_compare_pages_link_to_their_report(root, written, server_factory, browser):
+    a, x, _ = written
+    server = server_factory(root)
+    context = browser.new_context(accept_downloads=True)
+    try:
+        page = context.new_page()
+        page.goto(f"{server.base}/run/{a}")
+        with page.expect_download() as download:
+            page.click("#report")
+        assert download.value.suggested_filename == f"tunetrack-report-{a}.html"
+        assert [r["id"] for r in embedded(download.value.path().read_text())["runs"]] == [a]
+        page.goto(f"{server.base}/compare?ids={a},{x}")
+        href = page.get_attribute("#report", "href")
+        assert re.fullmatch(f"/api/report\\?run={a}&run={x}", href), href
+    finally:
+        context.close()

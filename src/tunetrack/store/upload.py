@@ -213,7 +213,8 @@ class Uploader(threading.Thread):
         while True:
             with p.lock:
                 if self.sent_edits == len(p.edits):
-                    p.edits_direct = final
+                    if final:
+                        p.edits_direct = True
                     return
                 name, body = p.edits[self.sent_edits]
             p.store.put_edit(p.run_id, name, body)

@@ -275,6 +275,15 @@ def test_ambiguous_prefix_and_name(root):
     assert json.loads(ok("show", longer, "--dir", root, "--json"))["id"] == second
 
 
+def test_a_name_comes_before_an_id_prefix(root):
+    """A run named ``a`` is found by ``a`` although another run's id starts with ``a``."""
+    other = Tracker(dir=root, system=False).start()
+    other.finish()
+    named = Tracker(dir=root, name=other.id[0], system=False).start()
+    named.finish()
+    assert json.loads(ok("show", other.id[0], "--dir", root, "--json"))["id"] == named.id
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

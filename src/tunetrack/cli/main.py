@@ -107,7 +107,7 @@ class _Group(click.Group):
 def cli() -> None:
     """tunetrack: look at the runs your fine-tuning jobs recorded.
 
-    A RUN is named by its id, a unique prefix of its id, or its unique name.
+    A RUN is named by its id, its unique name, or a unique prefix of its id (in that order).
     """
 
 

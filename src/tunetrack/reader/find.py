@@ -1,4 +1,4 @@
-"""Finding runs in a store: all of them (filtered), or one by id, unique id prefix or unique name."""
+"""Finding runs in a store: all of them (filtered), or one by id, unique name or unique id prefix."""
 
 from __future__ import annotations
 
@@ -45,12 +45,12 @@ def list_runs(
 
 
 def open_run(ref: str, dir: str | os.PathLike[str] | None = None) -> Run:
-    """A run by id, unique id prefix, or unique name."""
+    """A run by id, unique name, or unique id prefix."""
     return find_run(store_at(dir), ref)
 
 
 def find_run(store: Store, ref: str) -> Run:
-    """A run of ``store`` by id, unique id prefix, or unique name."""
+    """A run of ``store`` by id, unique name, or unique id prefix (in that order)."""
     if not ref:
         raise RunNotFound("an empty string names no run")
     found = named(store, ref)
@@ -63,10 +63,11 @@ def find_run(store: Store, ref: str) -> Run:
 
 
 def named(store: Store, ref: str) -> list[Run]:
-    """The runs ``ref`` names: the run of that id; else those whose id starts with it; else those of
-    that name (the name as the run's edits left it)."""
+    """The runs ``ref`` names: the run of that id; else those of that name (the name as the run's
+    edits left it); else those whose id starts with it. A name is typed whole and a prefix is a
+    shortcut, so a run named ``a`` is found by ``a`` even when another run's id starts with ``a``."""
     exact = load(store, ref)
     if exact is not None:
         return [exact]
     runs = all_runs(store)
-    return [r for r in runs if r.id.startswith(ref)] or [r for r in runs if r.name == ref]
+    return [r for r in runs if r.name == ref] or [r for r in runs if r.id.startswith(ref)]

@@ -104,7 +104,9 @@ def _encode_column(
     if types == {int}:
         if min(col) >= -(2**63) and max(col) < 2**63:
             return INT, array("q", col).tobytes(), None
-    elif types <= {float, int}:
+    elif types == {float} or (
+        types == {float, int} and all(abs(v) <= 2**53 for v in col if type(v) is int)
+    ):  # ints beside floats as floats, unless one is too large for a float to hold exactly
         return FLOAT, array("d", col).tobytes(), None
     elif types == {bool}:
         return BOOL, bytes(col), None

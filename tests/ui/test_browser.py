@@ -19,6 +19,7 @@ from conftest import ARTIFACTS, XSS
 from helpers import SRC, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
 from tunetrack.reader import open_run
+from tunetrack.reader.manage import note_run
 
 
 def _seed(root):
@@ -405,6 +406,8 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
     run = open_run(run_id, dir=root)
     counters, summary = run.counters(), run.summary()
     assert counters["dropped_rows"] > 0 and counters["backend_missed/Gone"] > 0
+    note_run(run_id, "diverged after the warm-up", dir=root)  # `tunetrack note`
+    note_run(run_id, XSS, dir=root)
     server = server_factory(root)
     page.goto(f"{server.base}/run/{run_id}")
     page.wait_for_selector("#summary tbody tr")
@@ -418,6 +421,8 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
         f"{counters['dropped_rows']} rows dropped (the writer could not keep up); "
         f"{counters['backend_missed/Gone']} rows not sent to Gone"
     )
+    notes = [dd.inner_text() for dd in page.query_selector_all("#facts dd[data-fact='note']")]
+    assert [n.split(" (")[0] for n in notes] == ["diverged after the warm-up", XSS]  # oldest first, as text
     rows = page.query_selector_all("#summary tbody tr")
     shown = {tr.get_attribute("data-key"): tr.inner_text().split("\t") for tr in rows}
     assert list(shown) == list(summary) == ["loss", "tunetrack/dropped_rows", "tunetrack/backend_missed/Gone"]

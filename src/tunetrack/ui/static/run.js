@@ -158,7 +158,9 @@ function renderOverview() {
   };
   const list = document.getElementById("facts");
   list.replaceChildren();
-  for (const [label, value] of Object.entries(facts)) {
+  // notes (`tunetrack note`), oldest first, each with who wrote it and when
+  const notes = run.notes.map((n) => ["note", `${n.text} (${n.by || "?"}, ${fmtTime(n.time)})`]);
+  for (const [label, value] of [...Object.entries(facts), ...notes]) {
     const dd = el("dd", value);
     dd.dataset.fact = label;
     list.append(el("dt", label), dd);

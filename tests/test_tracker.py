@@ -287,3 +287,14 @@ def test_the_backlog_is_bounded_in_values_not_rows(root):
     assert t._queue.cap == 50_000
     t.finish()
     assert open_run(t.id, dir=root).series("layer.7/grad_norm").values.tolist() == [7.0]
+
+
+def test_a_key_logged_as_none_at_most_steps_summarizes_its_measured_points(root):
+    t = Tracker(dir=root, system=False).start()
+    for step in range(1, 401):
+        t.log({"loss": 1.0 / step, "eval/loss": 10.0 / step if step % 100 == 0 else None}, step=step)
+    t.log({"eval/loss": None}, step=401)  # logged as None last: the last measured value stands
+    t.finish()
+    summary = open_run(t.id, dir=root).summary()
+    assert summary["eval/loss"] == {"last": 0.025, "min": 0.025, "max": 0.1, "step": 400, "count": 4}
+    assert summary["loss"]["count"] == 400

@@ -19,7 +19,7 @@ from ..store.base import RunFolder
 from .merge import apply_rewinds, visible_last_step
 from .processes import Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
-from .series import Series, py, series, summarize
+from .series import Series, present, py, series, summarize
 
 
 class Run:
@@ -267,8 +267,10 @@ class Run:
         return visible_last_step(self._records.blocks)
 
     def summary(self) -> dict[str, dict[str, Any]]:
-        """Per key: last value, min and max over finite numbers, count and the step of the last value."""
-        out = {key: summarize(self.series(key)) for key in self.keys()}
+        """Per key: last value, min and max over finite numbers, count and the step of the last value,
+        over the points that hold a value (a step where the key was logged as None is no point, as on
+        the charts: an eval loss logged every 100 steps counts its evaluations)."""
+        out = {key: summarize(present(self.series(key))) for key in self.keys()}
         for name, count in self.counters().items():  # what could not be kept (or sent), by the metrics
             if name == "dropped_rows" or name.startswith("backend_missed/"):
                 row = {"last": count, "min": count, "max": count, "step": self.last_step, "count": 1}

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from helpers import LAUNCH_PREFIXES, LAUNCH_VARS
 from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "runs"
+
+
+@pytest.fixture
+def plain_process(monkeypatch):
+    """The test starts as a plain single process, whatever launched pytest."""
+    for name in list(os.environ):
+        if name in LAUNCH_VARS or name.startswith(LAUNCH_PREFIXES):
+            monkeypatch.delenv(name)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -160,3 +160,42 @@ def embedded(html: str) -> dict[str, Any]:
     """The report's data, read the way its page reads it (JSON.parse of the block's text)."""
     (block,) = re.findall(r'<script type="application/json" id="report-data">(.*?)</script>', html, re.S)
     return json.loads(block)
+
+
+# -- launchers: the environment variables each one sets (tests of rank detection and run metadata) --
+LAUNCH_VARS = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "NODE_RANK",
+    "CROSS_RANK",
+    "CROSS_SIZE",
+    "LOCAL_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "LSB_JOBID",
+    "PBS_JOBID",
+    "CUDA_VISIBLE_DEVICES",
+]
+LAUNCH_PREFIXES = ("ACCELERATE_", "OMPI_", "PMIX_", "SLURM_")
+
+
+def setenv(monkeypatch, **values: object) -> None:
+    for name, value in values.items():
+        monkeypatch.setenv(name, str(value))
+
+
+def torchrun_env(rank: int, run_id: str = "job7", port: int = 29500) -> dict[str, object]:
+    return dict(
+        RANK=rank,
+        LOCAL_RANK=rank % 2,
+        WORLD_SIZE=4,
+        LOCAL_WORLD_SIZE=2,
+        GROUP_RANK=rank // 2,
+        TORCHELASTIC_RUN_ID=run_id,
+        MASTER_ADDR="node0",
+        MASTER_PORT=port,
+    )

@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from tunetrack import Tracker
-from tunetrack.health import HealthConfig
+from tunetrack.monitoring.health import HealthConfig
 from tunetrack.reader import open_run
 
 

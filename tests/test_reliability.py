@@ -198,7 +198,7 @@ def test_unwritable_store_training_goes_on_and_loss_is_reported(root, tmp_path):
         for i in range(100):
             t.log({"x": float(i)})
         t.finish()
-        print("training finished", t._counters.lost_rows)
+        print("training finished", t._writer.counters.lost_rows)
     """,
         str(blocker / "runs"),
     )
@@ -224,7 +224,7 @@ def test_disk_full_mid_run_is_counted(root, tmp_path):
         t.flush()
         ProcessFiles.append = original   # space is freed again
         t.log({"x": 99.0}); t.finish()
-        print(t._counters.lost_rows)
+        print(t._writer.counters.lost_rows)
     """,
         str(root),
     )

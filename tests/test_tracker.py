@@ -261,7 +261,7 @@ def test_full_buffer_drops_are_counted_not_silent(root):
         for step in range(30):
             t.log({"x": float(step)}, step=step)
         t.finish()
-    assert t._counters.dropped_rows == 20
+    assert t._writer.counters.dropped_rows == 20
     assert any("cannot keep up" in str(w.message) for w in caught)
     assert any("'dropped_rows': 20" in str(w.message) for w in caught)  # reported again at finish()
 
@@ -272,7 +272,7 @@ def test_log_after_finish_is_counted(root):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t.log({"x": 1.0})
-    assert t._counters.late_rows == 1
+    assert t._writer.counters.late_rows == 1
     assert any("after finish" in str(w.message) for w in caught)
 
 
@@ -281,10 +281,10 @@ def test_the_backlog_is_bounded_in_values_not_rows(root):
     t = Tracker(dir=root, max_pending=50_000, system=False).start()
     t.log({f"layer.{i}/grad_norm": float(i) for i in range(500)})
     assert t.flush()
-    assert t._queue.cap == 100  # 50,000 values / 500 per row
+    assert t._channel.queue.cap == 100  # 50,000 values / 500 per row
     t.log({"loss": 1.0})
     assert t.flush()
-    assert t._queue.cap == 50_000
+    assert t._channel.queue.cap == 50_000
     t.finish()
     assert open_run(t.id, dir=root).series("layer.7/grad_norm").values.tolist() == [7.0]
 

@@ -6,18 +6,14 @@ The first exception a backend raises is reported once (a ``TunetrackWarning`` wi
 that backend is disabled for the rest of the run; the local store and the other backends carry on.
 
 ``Backend`` is a ``Protocol``, so a backend needs no import from tunetrack and no base class.
-Besides its four methods, tunetrack calls these when a backend defines them:
-
-- ``log_event(event: dict)``: ``{"kind", "step", "time", **data}`` (checkpoint, rewind, text, image, ...);
-- ``log_system(rows: Sequence[Row])``: system metrics (``gpu.0.util``, ``gpu.0.memory.used_bytes``, ...);
-- ``held(keys, system=False) -> Mapping[str, Collection[int]]``: for ``tunetrack sync-backend``, called
-  after ``start()``: for each of tunetrack's keys, the steps the target already holds for this run,
-  so that a replay sends only the missing points (without it, a replay sends everything again).
+Besides its four methods, a backend may offer the capabilities below, each a small ``Protocol`` of
+its own: tunetrack calls a method only on a backend that defines it (``LogsEvents``, ``LogsSystem``,
+``KnowsHeld``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -53,3 +49,34 @@ class Backend(Protocol):
     def finish(self, state: str) -> None:
         """``"finished"``, ``"failed"`` or ``"killed"``; the last call a backend receives."""
         ...
+
+
+@runtime_checkable
+class LogsEvents(Protocol):
+    """Receives events: checkpoints, rewinds, text samples, images, alerts, ..."""
+
+    def log_event(self, event: dict[str, Any]) -> None:
+        """``{"kind", "step", "time", **data}``."""
+        ...
+
+
+@runtime_checkable
+class LogsSystem(Protocol):
+    """Receives system metrics (``gpu.0.util``, ``gpu.0.memory.used_bytes``, ...)."""
+
+    def log_system(self, rows: Sequence[Row]) -> None: ...
+
+
+@runtime_checkable
+class KnowsHeld(Protocol):
+    """Tells ``tunetrack sync-backend`` what the target already holds, so that a replay sends only the
+    missing points (without it, a replay sends everything again)."""
+
+    def held(self, keys: Sequence[str], system: bool = False) -> Mapping[str, Collection[int]]:
+        """Called after ``start()``: for each of tunetrack's ``keys``, the steps the target holds for
+        this run."""
+        ...
+
+
+#: the optional methods, by the capability that declares each
+OPTIONAL: dict[str, type] = {"log_event": LogsEvents, "log_system": LogsSystem, "held": KnowsHeld}

@@ -24,9 +24,8 @@ from typing import Any
 from .._warnings import warn_once
 from ..config.tree import flatten
 from .base import Row, RunInfo
+from .names import mlflow as names
 
-#: the tag that finds the MLflow run of a tunetrack run again (a resume, another node, a replay)
-RUN_ID_TAG = "tunetrack.run_id"
 #: MLflow's limits for one ``log_batch`` request, and for one param
 MAX_METRICS, MAX_PARAMS, MAX_VALUE = 1000, 100, 6000
 #: characters MLflow accepts in a metric or param name (others are replaced with ``_``)
@@ -140,13 +139,13 @@ class MLflowBackend:
         name = self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or run.project or "Default"
         experiment = client.get_experiment_by_name(name)
         experiment_id = experiment.experiment_id if experiment else client.create_experiment(name)
-        found = client.search_runs([experiment_id], f"tags.`{RUN_ID_TAG}` = '{run.id}'", max_results=1)
+        found = client.search_runs([experiment_id], f"tags.`{names.RUN_ID}` = '{run.id}'", max_results=1)
         if found:  # a resume, or a replay: the same MLflow run goes on
             self.run_id = found[0].info.run_id
             self._params = dict(found[0].data.params)
             client.update_run(self.run_id, status="RUNNING")
         else:
-            tags = {RUN_ID_TAG: run.id, **{tag: "true" for tag in run.tags}}
+            tags = {names.RUN_ID: run.id, **{tag: "true" for tag in run.tags}}
             self.run_id = client.create_run(experiment_id, run_name=run.name, tags=tags).info.run_id
 
     @_bounded
@@ -156,7 +155,7 @@ class MLflowBackend:
         if self._client is None or self.run_id is None:
             return
         if state not in _STATUS:
-            self._client.set_tag(self.run_id, "tunetrack.state", state)
+            self._client.set_tag(self.run_id, names.STATE, state)
         if state == "running":  # a replay of a run still being recorded: it stays RUNNING
             return
         self._client.set_terminated(self.run_id, status=_STATUS.get(state, "FAILED"))
@@ -224,7 +223,7 @@ class MLflowBackend:
         again after it stand beside the old ones in a metric's history (MLflow draws both)."""
         kind, step = event.get("kind"), int(event.get("step") or 0)
         if kind == "rewind":
-            self._client.set_tag(self.run_id, "tunetrack.rewound_to", str(step))
+            self._client.set_tag(self.run_id, names.REWOUND_TO, str(step))
         elif kind == "text":
             rows = event.get("rows") or []
             key = metric_name(str(event.get("key") or "text"))

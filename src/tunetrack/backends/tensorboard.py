@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Row, RunInfo
+from .names import tensorboard as names
 
 
 class TensorBoardBackend:
@@ -147,5 +148,5 @@ class TensorBoardBackend:
     def finish(self, state: str) -> None:
         if self._writer is None:
             return
-        self._text("tunetrack/state", state, 0, time.time())
+        self._text(names.STATE, state, 0, time.time())
         self._writer.close()

@@ -15,6 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .base import Row, RunInfo
+from .names import trackio as names
 
 #: tunetrack's per-GPU keys -> (trackio's name, scale): trackio's GPU monitor reports GiB and watts
 _GPU_NAMES = {
@@ -125,7 +126,7 @@ class TrackioBackend:
             from trackio import AlertLevel
 
             run.alert(
-                f"run {state}",
+                names.end_alert(state),
                 f"tunetrack run {self._info.id if self._info else ''} ended {state}",
                 AlertLevel.ERROR,
             )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..backends import registry
-from ..backends.base import Backend, Row, RunInfo
+from ..backends.base import Backend, KnowsHeld, LogsEvents, LogsSystem, Row, RunInfo
 from ..reader import Run
 
 #: rows per ``log`` call (the backend batches its own requests within one call)
@@ -50,29 +50,28 @@ def replay(run: Run, target: Backend | str, on_rows: Callable[[int], None] = lam
     for rows in _chunks(_missing(run.rows(), held), on_rows):
         backend.log(rows)
         done.points += sum(len(values) for _, _, values in rows)
-    log_system = getattr(backend, "log_system", None)
     nodes = run.nodes
-    if log_system is not None and nodes:
+    if isinstance(backend, LogsSystem) and nodes:
         # one node's samples: a backend keeps one series per system key (the live mirror sends the
         # primary node's, the first in order)
         first = (r for r in run.system_rows() if r["node"] == nodes[0])
         held_system = _held(backend, run.system_keys(), system=True)
         for rows in _chunks(_missing(first, held_system), on_rows):
-            log_system(rows)
+            backend.log_system(rows)
             done.system_points += sum(len(values) for _, _, values in rows)
-    log_event = getattr(backend, "log_event", None)
-    if log_event is not None and not any(held.values()):  # events only into a target that had nothing
+    if isinstance(backend, LogsEvents) and not any(
+        held.values()
+    ):  # events only into a target that had nothing
         for event in run.events():
             if event["kind"] in ("text", "image"):
-                log_event(event)
+                backend.log_event(event)
                 done.events += 1
     backend.finish(run.state)
     return done
 
 
 def _held(backend: Backend, keys: list[str], system: bool) -> Mapping[str, Collection[int]]:
-    held = getattr(backend, "held", None)
-    return held(keys, system=system) if held is not None and keys else {}
+    return backend.held(keys, system=system) if isinstance(backend, KnowsHeld) and keys else {}
 
 
 def _missing(rows: Iterator[dict[str, Any]], held: Mapping[str, Collection[int]]) -> Iterator[Row]:

@@ -523,7 +523,7 @@ def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interva
     import time
 
     from .. import settings
-    from ..alerts import Alerter
+    from ..monitoring.alerts import Alerter
     from ..reader import list_runs, store_at
     from .watch import Watcher
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .. import states
-from ..alerts import Alert
+from ..monitoring.alerts import Alert
 from ..reader import Run
 
 

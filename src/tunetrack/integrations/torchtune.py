@@ -24,9 +24,9 @@ from typing import Any
 from .. import settings
 from .._warnings import warn_once
 from ..config import capture
-from ..launch import rank_info
-from ..throughput import Throughput
 from ..tracker import Tracker
+from ..tracker.launch import rank_info
+from .support.throughput import Throughput
 
 #: The key of the text sample that holds the recipe's YAML (as torchtune names its own copy).
 YAML_KEY = "torchtune_config.yaml"

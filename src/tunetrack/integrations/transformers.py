@@ -22,12 +22,12 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .. import resume as auto_resume
-from ..completions import CompletionFiles
-from ..health import diverged
-from ..throughput import Throughput
+from ..monitoring.health import diverged
 from ..tracker import Tracker
-from ..trials import Trial, Trials, mark_pruned
+from .support import resume as auto_resume
+from .support.completions import CompletionFiles
+from .support.throughput import Throughput
+from .support.trials import Trial, Trials, mark_pruned
 
 #: ``resume=`` values that never re-attach to an earlier run
 _NEVER = (None, False, "never", "no")
@@ -37,7 +37,7 @@ class TunetrackCallback(TrainerCallback):
     """Records a Trainer's hyperparameters, metrics, evaluations, predictions and checkpoints.
 
     ``resume="auto"`` (default) re-attaches a ``train(resume_from_checkpoint=...)`` to the run recorded
-    in ``output_dir/.tunetrack_run`` (``tunetrack.resume``); ``resume=None`` always starts a new run;
+    in ``output_dir/.tunetrack_run`` (``tunetrack.integrations.support.resume``); ``resume=None`` always starts a new run;
     any other string is the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training
     cleanly when the loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
     """

@@ -8,7 +8,7 @@ from ..states import STATES
 from .as_json import provenance, run_json
 from .catalog import Catalog
 from .downsample import chart_points, m4, thin
-from .find import list_runs, open_run, store_at
+from .find import list_runs, open_run, run_exists, store_at
 from .manage import delete_runs, note_run, rename_run, tag_run
 from .run import Run
 from .series import Series, numeric_values, present
@@ -28,6 +28,7 @@ __all__ = [
     "present",
     "provenance",
     "rename_run",
+    "run_exists",
     "run_json",
     "store_at",
     "tag_run",

@@ -16,6 +16,11 @@ def store_at(dir: str | os.PathLike[str] | None = None) -> Store:
     return open_store(settings.store_location(dir))
 
 
+def run_exists(dir: str | os.PathLike[str] | None, run_id: str) -> bool:
+    """Whether the store at ``dir`` holds the run ``run_id`` (an importer's "already imported")."""
+    return store_at(dir).run(run_id) is not None
+
+
 def load(store: Store, run_id: str) -> Run | None:
     """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run."""
     folder = store.run(run_id)

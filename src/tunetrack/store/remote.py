@@ -50,6 +50,7 @@ from .index import (
 )
 from .local import LocalStore
 from .spool import spool_for, spool_root
+from .upload import UploadingProcess
 
 #: how long ``start()`` waits for the store (creating the run, publishing a job): a store that is down
 #: or slow must not hold training up; the uploader does the rest once the store answers
@@ -110,9 +111,7 @@ class ObjectStore:
                 raise
             return existing.get("writer") == body.get("writer")
 
-    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> Any:
-        from .upload import UploadingProcess
-
+    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> UploadingProcess:
         spool = spool_for(self.url)
         if spool.run(run_id) is None:  # another node's process, or a resume on another machine
             body = _within(START_WAIT, lambda: loads(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")), None)

@@ -19,20 +19,33 @@ import os
 import shutil
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import settings
 from .._warnings import warn_once
 from . import layout
-from .blobs import StoreUnavailable
+from .blobs import Blobs, StoreUnavailable
 from .chunks import chunk_name, cover, parse_chunk
 from .index import announce, dumps, entry_key, index_entry
 from .layout import BEAT_SUFFIX
 from .local import ProcessFiles
 from .spool import spool_for
 
-if TYPE_CHECKING:
-    from .remote import ObjectStore
+
+class Bucket(Protocol):
+    """What an uploading process needs of the store in a bucket (``remote.ObjectStore``): its client and
+    the writes that are not chunks."""
+
+    url: str
+    blobs: Blobs
+    upload_interval: float
+
+    def run_dir(self, run_id: str) -> str: ...
+
+    def put_run_json(self, run_id: str, body: dict[str, Any]) -> bool: ...
+
+    def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None: ...
+
 
 #: chunks merged into one when this many of the same size have piled up
 MERGE = 64
@@ -41,7 +54,7 @@ MERGE = 64
 class UploadingProcess:
     """A ``ProcessWriter``: the local spool's files, and the thread that uploads them."""
 
-    def __init__(self, store: ObjectStore, run_id: str, proc: str, meta: dict[str, Any]) -> None:
+    def __init__(self, store: Bucket, run_id: str, proc: str, meta: dict[str, Any]) -> None:
         self.store, self.run_id, self.proc = store, run_id, proc
         self.meta = {**meta, "upload_interval": store.upload_interval}
         self.spool = spool_for(store.url)

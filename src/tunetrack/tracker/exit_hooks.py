@@ -16,29 +16,42 @@ import sys
 import threading
 import traceback
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import states
 
-if TYPE_CHECKING:
-    from .tracker import Tracker
+
+class LiveRun(Protocol):
+    """What the hooks need of a run that is recording (a ``Tracker``)."""
+
+    def flush(self, timeout: float = ...) -> bool: ...
+
+    def finish(self, state: str | None = None, error: str | None = None) -> None: ...
 
 
-_live: weakref.WeakSet[Tracker] = weakref.WeakSet()
+_live: weakref.WeakSet[LiveRun] = weakref.WeakSet()
 _lock = threading.Lock()
 _installed = False
 _previous_handlers: dict[int, Any] = {}
 _previous_excepthook = sys.excepthook
+#: the runs that were recording when SIGTERM or SIGINT arrived: they end ``killed`` unless their
+#: ``finish()`` is given a state (a run started after a caught Ctrl-C in a notebook is not one of them)
+_signalled: weakref.WeakSet[LiveRun] = weakref.WeakSet()
 
 
-def track(tracker: Tracker) -> None:
-    """End ``tracker`` with the process (installs the hooks the first time)."""
-    _live.add(tracker)
+def track(run: LiveRun) -> None:
+    """End ``run`` with the process (installs the hooks the first time)."""
+    _live.add(run)
     _install()
 
 
-def untrack(tracker: Tracker) -> None:
-    _live.discard(tracker)
+def untrack(run: LiveRun) -> None:
+    _live.discard(run)
+
+
+def exit_state(run: LiveRun) -> str | None:
+    """``killed`` if SIGTERM/SIGINT reached this process while ``run`` was recording, else None."""
+    return states.KILLED if run in _signalled else None
 
 
 def _install() -> None:
@@ -56,8 +69,8 @@ def _install() -> None:
 
 
 def _finish_all(state: str | None = None, tb: str | None = None) -> None:
-    for tracker in list(_live):
-        tracker.finish(state, tb)
+    for run in list(_live):
+        run.finish(state, tb)
 
 
 def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
@@ -72,9 +85,9 @@ def _on_signal(signum: int, frame: Any) -> None:
     previous = _previous_handlers.get(signum, signal.SIG_DFL)
     if previous is signal.SIG_IGN:
         return
-    for tracker in list(_live):
-        tracker._exit_state = states.KILLED
-        tracker.flush(timeout=5.0)
+    for run in list(_live):
+        _signalled.add(run)
+        run.flush(timeout=5.0)
     if callable(previous):
         previous(signum, frame)  # e.g. KeyboardInterrupt for SIGINT: the excepthook/atexit end the run
         return

@@ -13,42 +13,28 @@ import os
 import threading
 import time
 import traceback
-from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import settings, states
 from .._warnings import warn_once
-from ..alerts import LEVELS, Alert, Alerter
 from ..backends.base import Backend
 from ..config import capture
 from ..edits import fold, new_edit
 from ..errors import InvalidValue
-from ..health import HealthConfig, HealthMonitor
-from ..launch import RankInfo, job_id, rank_info
+from ..monitoring.alerts import LEVELS, Alert, Alerter
+from ..monitoring.health import HealthConfig, HealthMonitor
 from ..values import FAST_TYPES, snapshot
-from ..writer import (
-    ConfigUpdate,
-    Counters,
-    Event,
-    Flush,
-    MediaFile,
-    RowQueue,
-    RunEdit,
-    RunRequest,
-    SystemSample,
-    Writer,
-)
+from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunEdit, RunRequest, SystemSample, Writer
 from . import exit_hooks
+from .launch import RankInfo, job_id, rank_info
 
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
 _now = time.time
 #: how long ``finish()`` waits for the writer to store what is left (backends get ``backend_timeout`` more)
 FINISH_TIMEOUT = 60.0
-#: how long another node's first rank waits for global rank 0 to publish the job's run
-JOIN_TIMEOUT = 1800.0
 
 
 class Tracker:
@@ -108,15 +94,15 @@ class Tracker:
         self._alert_finished = alert_finished
         self._alerter: Alerter | None = None
         self._lock = threading.RLock()
-        self._rows: deque | None = None  # the queue's rows; None when this process does not record
-        self._queue = RowQueue()
-        self._messages: deque = deque()
         self._writer: Writer | None = None
-        self._counters = Counters()
+        #: the writer's way in (None until ``start()``, and on a process that records no rows)
+        self._channel: Channel | None = None
+        #: ``Channel.put_row`` while this process records rows; None before ``start()`` and after
+        #: ``finish()``, and on a process that does not record
+        self._put: Callable[..., bool] | None = None
         self._started = self._finished = False
         self._active = True
         self._step = 0
-        self._exit_state: str | None = None  # ``killed`` once a signal handler saw SIGTERM/SIGINT
         self.id: str | None = None
         #: the run's folder, or its URL in an object store; None without a store
         self.run_dir: Path | str | None = None
@@ -178,7 +164,7 @@ class Tracker:
             self._name, self._tags = changed.name, changed.tags
             writer = self._writer if self._started and self._active else None
             if writer is not None and not self._finished:
-                self._messages.append(RunEdit(body))  # finish() drains it before the writer stops
+                writer.channel.send(RunEdit(body))  # finish() drains it before the writer stops
                 return
         if writer is None:
             return
@@ -206,7 +192,7 @@ class Tracker:
         return self
 
     def _start(self) -> None:
-        from ..provenance import run_metadata
+        from .provenance import run_metadata
 
         ranks = rank_info()
         role = "primary" if ranks.rank == 0 or self._all_ranks else "node" if ranks.local_rank == 0 else None
@@ -229,9 +215,10 @@ class Tracker:
         urls = settings.alert_urls(self._alert_urls)
         if urls and role == "primary":
             self._alerter = Alerter(urls)
-        if role == "primary":  # only it takes rows; a cap until the writer has seen their width
-            self._use_queue(RowQueue(cap=max(self._max_pending // 10, 1)))
         writer = self._writer = self._new_writer()
+        self._channel = writer.channel
+        if role == "primary":  # only it takes rows
+            self._put = writer.channel.put_row
         if role == "node":
             # Another node's first rank: no training metrics here, but this node's system metrics
             # join the job's run as soon as global rank 0 has published it.
@@ -280,9 +267,6 @@ class Tracker:
             else HealthMonitor(self._health if self._health is not True else None)
         )
         return Writer(
-            self._queue,
-            self._messages,
-            self._counters,
             self._resolve_backends(),
             flush_interval=self._flush_interval,
             fsync_interval=self._fsync_interval,
@@ -291,14 +275,6 @@ class Tracker:
             strict=self.strict,
             backend_timeout=self._backend_timeout,
             alerter=self._alerter,
-        )
-
-    def _use_queue(self, queue: RowQueue) -> None:
-        self._queue, self._rows = queue, queue.rows
-        self._add_step, self._add_time, self._add_all_float = (
-            queue.steps.append,
-            queue.times.append,
-            queue.all_float.append,
         )
 
     def _start_system(self, ranks: RankInfo) -> None:
@@ -314,7 +290,8 @@ class Tracker:
         self._sampler.start()
 
     def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:
-        self._messages.append(SystemSample(self._step, unix_time, row))
+        if self._channel is not None:
+            self._channel.send(SystemSample(self._step, unix_time, row))
 
     def finish(self, state: str | None = None, error: str | None = None) -> None:
         """End the run: flush everything, fsync, record the final state. Idempotent.
@@ -327,7 +304,7 @@ class Tracker:
                 self._finished = True
                 return
             self._finished = True
-            writer, self._rows = self._writer, None
+            writer, self._put = self._writer, None
         exit_hooks.untrack(self)
         if self._sampler is not None:
             self._sampler.stop()
@@ -335,7 +312,7 @@ class Tracker:
             return
         # the writer's own work, plus the time it gives the backends to catch up
         timeout = FINISH_TIMEOUT + self._backend_timeout
-        state = state or self._exit_state or states.FINISHED
+        state = state or exit_hooks.exit_state(self) or states.FINISHED
         if not writer.finish(state, error, timeout=timeout):
             warn_once(
                 f"finish:{self.id}",
@@ -343,7 +320,7 @@ class Tracker:
             )
         if self._alerter is not None:
             self._alert_end(self._alerter, state, error)
-        lost = {k: v for k, v in self._counters.as_dict().items() if v}
+        lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
 
@@ -380,12 +357,9 @@ class Tracker:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written and flushed to the OS."""
-        writer = self._writer
-        if self._rows is None or writer is None or not writer.is_alive():
+        if self._put is None or self._channel is None:
             return False
-        done = threading.Event()
-        self._messages.append(Flush(done))
-        return done.wait(timeout)
+        return self._channel.flush(timeout)
 
     def __enter__(self) -> Tracker:
         return self.start()
@@ -402,11 +376,12 @@ class Tracker:
         """Record one row of metrics at ``step`` (default: the last step + 1).
 
         Costs a few microseconds: the values are frozen and queued; conversion and I/O happen on the
-        writer thread. Unsupported values are warned about once per key and dropped.
+        writer thread. Unsupported values are warned about once per key and dropped. When the writer
+        cannot keep up, the channel gives it a few milliseconds, then drops the row and counts it.
         """
         try:
-            rows = self._rows
-            if rows is None and (rows := self._rows_after_start()) is None:
+            put = self._put
+            if put is None and (put := self._put_after_start()) is None:
                 return
             if step is None:
                 step = self._step + 1
@@ -419,12 +394,7 @@ class Tracker:
             else:
                 row, all_float = snapshot(metrics, self.strict), False
             self._step = step
-            if len(rows) >= self._queue.cap and not self._room_after_waiting(rows):
-                return
-            self._add_step(step)
-            self._add_time(_now())
-            self._add_all_float(all_float)
-            rows.append(row)  # last: the writer takes only rows whose parts are all queued
+            put(step, _now(), row, all_float)
         except InvalidValue:
             raise
         except Exception as exc:
@@ -432,33 +402,14 @@ class Tracker:
                 raise InvalidValue(f"tunetrack cannot log {metrics!r}: {exc}") from exc
             warn_once(f"log:{type(exc).__name__}", f"log() ignored a call it could not record: {exc!r}")
 
-    def _room_after_waiting(self, rows: deque) -> bool:
-        """Backpressure before dropping: give the writer the interpreter for up to 5 ms.
-
-        Only a loop that logs far faster than the writer converts (hundreds of thousands of rows per
-        second) ever gets here; it slows down a little instead of losing rows. A writer that is truly
-        stuck (a hung disk) costs at most 5 ms per call, then the row is dropped and counted.
-        """
-        for _ in range(5):
-            time.sleep(0.001)
-            if len(rows) < self._queue.cap:
-                return True
-        self._counters.dropped_rows += 1
-        warn_once(
-            f"full:{self.id}",
-            f"the writer cannot keep up ({len(rows):,} rows, about {self._max_pending:,} values, pending); "
-            "rows are being dropped and counted (see the run's summary)",
-        )
-        return False
-
-    def _rows_after_start(self) -> deque | None:
-        """The row queue when ``log()`` finds none: the first call starts the run; after ``finish()``
-        the row is counted as late; a process that does not record has none."""
+    def _put_after_start(self) -> Callable[..., bool] | None:
+        """The channel's ``put_row`` when ``log()`` finds none: the first call starts the run; after
+        ``finish()`` the row is counted as late; a process that does not record has none."""
         if not self._started:
             self.start()
-            return self._rows
-        if self._finished and self._active:
-            self._counters.late_rows += 1
+            return self._put
+        if self._finished and self._active and self._writer is not None:
+            self._writer.counters.late_rows += 1
             warn_once(f"late:{self.id}", "log() after finish() is ignored (counted as late rows)")
         return None
 
@@ -499,12 +450,12 @@ class Tracker:
         """Store an image (PIL, NumPy array or tensor) as a PNG with the run and record an ``image``
         event; returns its path inside the run. Encoding happens on the calling thread (images are
         rare and large), storing on the writer's."""
-        if self._rows is None and self._rows_after_start() is None:
+        if self._put is None and self._put_after_start() is None:
             return None
         step = self._step if step is None else self._coerce_step(step)
         if self.run_dir is None:
             return None
-        from ..media import encode_png, image_path
+        from .media import encode_png, image_path
 
         rel = image_path(key, step, index)
         try:
@@ -528,6 +479,7 @@ class Tracker:
         self._step = step
 
     def _send(self, message: ConfigUpdate | Event | MediaFile) -> None:
-        if self._rows is None and self._rows_after_start() is None:
+        if self._put is None and self._put_after_start() is None:
             return
-        self._messages.append(message)
+        assert self._channel is not None
+        self._channel.send(message)

@@ -1,12 +1,13 @@
 """The writer: a background thread that turns what the tracker queued into records in the store
 (and calls the backends), so that ``Tracker.log`` only has to append."""
 
+from .channel import Channel
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample
-from .queue import RowQueue
 from .writer import OpenedRun, RunRequest, Writer
 
 __all__ = [
+    "Channel",
     "ConfigUpdate",
     "Counters",
     "Event",
@@ -14,7 +15,6 @@ __all__ = [
     "MediaFile",
     "Message",
     "OpenedRun",
-    "RowQueue",
     "RunEdit",
     "RunRequest",
     "SystemSample",

@@ -18,7 +18,7 @@ from collections import deque
 from typing import Any
 
 from .._warnings import warn_once
-from ..backends.base import Backend, RunInfo
+from ..backends.base import OPTIONAL, Backend, RunInfo
 
 #: rows a backend may have waiting before further rows are missed instead of queued
 MAX_ROWS = 200_000
@@ -51,10 +51,12 @@ class BackendRunner(threading.Thread):
         self.missed_rows = 0
         self.error: str | None = None  # why the backend was disabled
         self.started = threading.Event()  # its start() has returned (or raised)
+        #: the optional methods (``backends.base.OPTIONAL``) this backend does not offer
+        self._lacks = {m for m, capability in OPTIONAL.items() if not isinstance(backend, capability)}
 
     def submit(self, method: str, *args: Any, rows: int = 0) -> None:
         """Queue a call (``rows``: how many logged rows it carries, for the bounds and the counters)."""
-        if method != "finish" and not hasattr(self.backend, method):
+        if method in self._lacks:
             return  # an optional method (log_event, log_system) this backend does not have
         with self._lock:
             if self.error is not None or (rows and self.queued_rows + rows > self.max_rows):

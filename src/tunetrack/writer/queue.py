@@ -1,10 +1,9 @@
-"""The row queue between ``Tracker.log`` (the training thread appends) and the writer (it takes)."""
+"""The row queue inside a writer's ``Channel``: the training thread appends, the writer takes."""
 
 from __future__ import annotations
 
 from collections import deque
 from itertools import repeat
-from typing import Any
 
 from ..store.codec import Rows
 
@@ -18,7 +17,7 @@ class RowQueue:
 
     __slots__ = ("all_float", "cap", "rows", "steps", "times")
 
-    def __init__(self, cap: int = 100_000) -> None:
+    def __init__(self, cap: int) -> None:
         self.steps: deque = deque()
         self.times: deque = deque()
         self.all_float: deque = deque()
@@ -27,14 +26,6 @@ class RowQueue:
         #: ``max_pending`` values divided by the width of the rows it sees, so memory is bounded in
         #: values whatever the number of metrics per row.
         self.cap = cap
-
-    def put(self, step: int, unix_time: float, row: dict[str, Any], all_float: bool = False) -> None:
-        """Queue one row with its own time (an importer; ``Tracker.log`` appends to the deques itself,
-        through bound methods, to save the call)."""
-        self.steps.append(step)
-        self.times.append(unix_time)
-        self.all_float.append(all_float)
-        self.rows.append(row)  # last, as in ``Tracker.log``
 
     def take(self, n: int, into: Rows) -> None:
         """Move the next ``n`` rows into ``into`` (on the writer thread; C-level loops only)."""

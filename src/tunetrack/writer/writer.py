@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,20 +20,21 @@ from typing import Any
 
 from .. import states
 from .._warnings import warn_once
-from ..alerts import Alert, Alerter
 from ..backends.base import Backend, RunInfo
 from ..edits import fold
-from ..health import HealthMonitor
+from ..monitoring.alerts import Alert, Alerter
+from ..monitoring.health import HealthMonitor, describe, warning
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..values import DROP, to_plain
-from .counters import Counters
+from .channel import Channel
 from .fanout import BackendRunner
 from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample
-from .queue import RowQueue
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
 BATCH_VALUES = 65_536
+#: how long another node's first rank waits for global rank 0 to publish the job's run
+JOIN_TIMEOUT = 1800.0
 
 
 @dataclass
@@ -68,12 +68,23 @@ class OpenedRun:
     resumed: bool
 
 
+@dataclass
+class _Join:
+    """A job's run this writer waits for, then joins (another node's first rank)."""
+
+    store: Store
+    job: str
+    #: a run published before this process started is an earlier job's
+    not_before: float
+    request: RunRequest
+
+
 class Writer(threading.Thread):
+    """Takes what its ``channel`` is given, from the training thread or an importer, into the store
+    and the backends."""
+
     def __init__(
         self,
-        queue: RowQueue,
-        messages: deque,
-        counters: Counters,
         backends: Sequence[Backend] = (),
         flush_interval: float = 1.0,
         fsync_interval: float = 30.0,
@@ -86,9 +97,9 @@ class Writer(threading.Thread):
         alerter: Alerter | None = None,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
-        self.queue = queue
-        self.messages = messages
-        self.counters = counters
+        #: the one way in: ``put_row``, ``send``, ``flush``
+        self.channel = Channel(max_pending, self.is_alive)
+        self.counters = self.channel.counters
         self.backends = list(backends)
         self.backend_timeout = backend_timeout
         self._runners: list[BackendRunner] = []
@@ -104,7 +115,7 @@ class Writer(threading.Thread):
         self._stopping = threading.Event()
         self._files: ProcessWriter | None = None
         self._store_dir: Path | str | None = None  # where the files would be (lost rows are counted)
-        self._job: tuple[Store, str, float, float, RunRequest] | None = None
+        self._join: _Join | None = None
         self._end: dict[str, Any] = {}
         self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
         self._pending = codec.Rows()
@@ -176,14 +187,14 @@ class Writer(threading.Thread):
         self, location: str | os.PathLike[str], job: str, not_before: float, request: RunRequest
     ) -> None:
         """Record into the run that the job's global rank 0 publishes (another node's first rank):
-        the thread waits for it (up to 30 minutes), then opens this process's files there."""
-        self._job = (open_store(location, request.upload_interval), job, not_before, 1800.0, request)
+        the thread waits for it (up to ``JOIN_TIMEOUT``), then opens this process's files there."""
+        self._join = _Join(open_store(location, request.upload_interval), job, not_before, request)
 
     def _joined(self) -> bool:
         """Wait for the job's run; False if it never came (or the tracker finished first)."""
-        assert self._job is not None
-        store, job, not_before, timeout, request = self._job
-        run_id = store.wait_for_job(job, not_before, timeout, self._stopping)
+        assert self._join is not None
+        store, request = self._join.store, self._join.request
+        run_id = store.wait_for_job(self._join.job, self._join.not_before, JOIN_TIMEOUT, self._stopping)
         if run_id is None:
             return False
         opened = OpenedRun(run_id, run_id, request.project, store.run_dir(run_id), True)
@@ -199,6 +210,7 @@ class Writer(threading.Thread):
 
     def _set_run(self, opened: OpenedRun, tags: list[str]) -> None:
         self.name = f"tunetrack-writer-{opened.id}"
+        self.channel.label = opened.id
         self.run_info = RunInfo(
             opened.id, opened.name, opened.project, list(tags), opened.dir, opened.resumed
         )
@@ -217,7 +229,7 @@ class Writer(threading.Thread):
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
-        if self._job is not None and not self._joined():
+        if self._join is not None and not self._joined():
             return
         assert self.run_info is not None
         self._runners = [BackendRunner(backend, self.run_info) for backend in self.backends]
@@ -239,10 +251,11 @@ class Writer(threading.Thread):
         due = now - self._last_write >= self.flush_interval
         while True:  # a backlog is taken and written in blocks of about BATCH_VALUES values
             batch = max(BATCH_VALUES // self._width, 1)
-            self.queue.take(min(len(self.queue.rows), batch - len(self._pending)), self._pending)
+            queue = self.channel.queue
+            queue.take(min(len(queue.rows), batch - len(self._pending)), self._pending)
             if self._pending:
                 self._width = max(len(self._pending.values[-1]), 1)
-                self.queue.cap = max(self.max_pending // self._width, 1)
+                queue.cap = max(self.max_pending // self._width, 1)
             if len(self._pending) < batch:
                 break
             self._write_rows()
@@ -271,7 +284,7 @@ class Writer(threading.Thread):
 
         Messages are taken before rows: every row logged before a flush request is then written too.
         """
-        messages = self.messages
+        messages = self.channel.messages
         waiters = []
         for message in [messages.popleft() for _ in range(len(messages))]:
             if isinstance(message, Flush):
@@ -338,32 +351,12 @@ class Writer(threading.Thread):
     def _health_event(self, problem: dict[str, Any]) -> None:
         step = problem.pop("step")
         self._write_event(Event("health", step, time.time(), problem))
-        value = problem["value"]
-        if self.alerter is not None and self.run_info is not None:
-            run, key = self.run_info, problem["key"]
-            spike = problem["problem"].endswith("_spike")
-            text = f"{key} = {value:.6g} at step {step}" + (
-                f" (baseline {problem['baseline']:.6g})" if "baseline" in problem else ""
-            )
-            self.alerter.send(
-                Alert(
-                    f"{key} spiked" if spike else f"{key} is {value}",
-                    text,
-                    "warn",
-                    run.id,
-                    run.name,
-                    run.project,
-                    states.RUNNING,
-                ),
-                key=(run.id, "health", key, problem["problem"]),
-            )
-        warn_once(
-            f"{self._run_id}:health:{problem['problem']}",
-            f"training health: {problem['key']} = {value:.6g} at step {step} "
-            f"({problem['problem'].replace('_', ' ')}"
-            + (f", baseline {problem['baseline']:.6g}" if "baseline" in problem else "")
-            + "); recorded as an event, further occurrences are recorded silently",
-        )
+        run = self.run_info
+        if self.alerter is not None and run is not None:
+            title, text = describe(problem, step)
+            alert = Alert(title, text, "warn", run.id, run.name, run.project, states.RUNNING)
+            self.alerter.send(alert, key=(run.id, "health", problem["key"], problem["problem"]))
+        warn_once(f"{self._run_id}:health:{problem['problem']}", warning(problem, step))
 
     def _on_drop(self, key: str, count: int) -> None:
         self.counters.dropped_values += count

@@ -18,9 +18,9 @@ from _tiny import build_dataset, build_model, build_tokenizer
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
 from helpers import EXAMPLES_DIR, SRC, run_script
+from tunetrack.integrations.support.resume import MARKER as RUN_FILE
 from tunetrack.integrations.transformers import TunetrackCallback
 from tunetrack.reader import list_runs, open_run
-from tunetrack.resume import MARKER as RUN_FILE
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ... import states
-from ...backends.mlflow import RUN_ID_TAG, limited, request_limits
-from . import Imported, SourceError, SourceRun, rows_of, settled
+from ...backends.mlflow import limited, request_limits
+from ...backends.names import mlflow as names
+from .source import Imported, SourceError, SourceRun, rows_of, settled
 
 _STATES = {"FINISHED": states.FINISHED, "FAILED": states.FAILED, "KILLED": states.KILLED}
 #: per-request bounds while importing: an unreachable server is an error in seconds, not minutes
@@ -69,8 +70,8 @@ def _run(client: Any, where: str, experiment: str, run: Any) -> SourceRun | Impo
         if not settled(last):
             return Imported("", name, "mlflow", "skipped: still running in MLflow; import it once it ends")
         state = states.CRASHED
-    if tags.get("tunetrack.state") in states.STATES:  # a tunetrack mirror says what MLflow cannot
-        state = tags["tunetrack.state"]
+    if tags.get(names.STATE) in states.STATES:  # a tunetrack mirror says what MLflow cannot
+        state = tags[names.STATE]
     points = sorted(
         ((m.timestamp / 1000, m.step, key, m.value) for key, history in histories.items() for m in history),
         key=lambda p: (p[0], p[1]),
@@ -85,12 +86,12 @@ def _run(client: Any, where: str, experiment: str, run: Any) -> SourceRun | Impo
         tags=[
             key if value in ("", "true") else f"{key}={value}"
             for key, value in sorted(tags.items())
-            if not key.startswith(("mlflow.", "tunetrack."))
+            if not key.startswith(names.NOT_USER_TAGS)
         ],
         state=state,
         ended=info.end_time / 1000 if info.end_time else last,
         origin={"from": "mlflow", "tracking_uri": where, "run_id": info.run_id, "experiment": experiment},
-        tunetrack_id=tags.get(RUN_ID_TAG),
+        tunetrack_id=tags.get(names.RUN_ID),
     )
 
 

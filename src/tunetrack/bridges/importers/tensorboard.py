@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ... import states
-from . import SourceError, SourceRun, rows_of
+from ...backends.names import tensorboard as names
+from .source import SourceError, SourceRun, rows_of
 
 
 def runs(logdir: str) -> Iterator[SourceRun]:
@@ -46,7 +47,7 @@ def _run(root: Path, folder: Path, accumulator: Any) -> SourceRun:
         with contextlib.suppress(ValueError):
             config = {**json.loads(texts["config"].strip("`\n")), **config}
     name = folder.relative_to(root).as_posix() if folder != root else root.resolve().name
-    state = texts.get("tunetrack/state", states.FINISHED)
+    state = texts.get(names.STATE, states.FINISHED)
     try:
         created = accumulator.FirstEventTimestamp()
     except ValueError:  # files without any event

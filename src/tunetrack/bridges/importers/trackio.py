@@ -15,7 +15,8 @@ from typing import Any
 
 from ... import states
 from ...backends.base import Row
-from . import SourceError, SourceRun, scalars
+from ...backends.names import trackio as names
+from .source import SourceError, SourceRun, scalars
 
 
 def runs(project: str | None = None) -> Iterator[SourceRun]:
@@ -70,9 +71,9 @@ def _run(storage: Any, project: str, record: dict[str, Any]) -> SourceRun:
 
 def _state(storage: Any, project: str, name: str, run_id: str | None) -> str:
     for alert in storage.get_alerts(project, run_name=name, run_id=run_id):
-        title = str(alert.get("title") or "")
-        if title.startswith("run ") and title[4:] in (states.FAILED, states.KILLED, states.CRASHED):
-            return title[4:]
+        state = names.ended(str(alert.get("title") or ""))
+        if state in (states.FAILED, states.KILLED, states.CRASHED):
+            return state
     return states.FINISHED
 
 

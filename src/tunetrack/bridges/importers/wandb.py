@@ -24,7 +24,7 @@ from typing import Any
 
 from ... import states
 from ...backends.base import Row
-from . import Imported, SourceError, SourceRun, number, scalars, settled
+from .source import Imported, SourceError, SourceRun, number, scalars, settled
 
 _NON_FINITE = ("NaN", "Infinity", "-Infinity")
 _KILLED = {130, 137, 143, -2, -9, -15}  # 128 + SIGINT, SIGKILL, SIGTERM (and the signals themselves)

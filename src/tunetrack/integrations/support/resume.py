@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .jsonfile import read_json, write_json_atomic
+from ...jsonfile import read_json, write_json_atomic
 
 MARKER = ".tunetrack_run"
 

@@ -26,8 +26,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import settings
-from ._warnings import warn_once
+from .. import settings
+from .._warnings import warn_once
 
 LEVELS = ("info", "warn", "error")
 #: attempts per destination and alert (a server error or no answer is retried, a refusal is not)

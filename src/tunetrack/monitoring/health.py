@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import metric_keys
+from .. import metric_keys
 
 
 def is_bad(value: Any) -> bool:
@@ -26,6 +26,25 @@ def diverged(values: Mapping[str, Any]) -> bool:
     """Whether a logged row's loss or gradient norm is NaN or ±Inf (an adapter then stops training
     cleanly, when the user asked for that)."""
     return any(is_bad(values.get(k)) for k in (*metric_keys.LOSS, *metric_keys.GRAD_NORM))
+
+
+def describe(problem: Mapping[str, Any], step: int) -> tuple[str, str]:
+    """A problem the monitor found, in words: an alert's title, and the one-line account that the
+    alert and the warning both give."""
+    key, value = problem["key"], problem["value"]
+    baseline = f"baseline {problem['baseline']:.6g}" if "baseline" in problem else ""
+    title = f"{key} spiked" if problem["problem"].endswith("_spike") else f"{key} is {value}"
+    return title, f"{key} = {value:.6g} at step {step}" + (f" ({baseline})" if baseline else "")
+
+
+def warning(problem: Mapping[str, Any], step: int) -> str:
+    """The warning printed the first time a kind of problem is seen."""
+    key, value = problem["key"], problem["value"]
+    baseline = f", baseline {problem['baseline']:.6g}" if "baseline" in problem else ""
+    return (
+        f"training health: {key} = {value:.6g} at step {step} ({problem['problem'].replace('_', ' ')}"
+        f"{baseline}); recorded as an event, further occurrences are recorded silently"
+    )
 
 
 @dataclass

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, TypeVar
 
+from ..redact import redact_argv, strip_credentials
 from .launch import RankInfo, rank_info
-from .redact import redact_argv, strip_credentials
 
 #: Packages whose installed version is recorded (read from their metadata, never imported).
 PACKAGES = (

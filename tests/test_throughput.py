@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tunetrack.throughput import PEAK_BF16_TFLOPS, Throughput, peak_tflops
+from tunetrack.integrations.support.throughput import PEAK_BF16_TFLOPS, Throughput, peak_tflops
 
 
 def test_rates_from_steps_and_cumulative_tokens():

@@ -146,3 +146,14 @@ def job_id(env: Mapping[str, str] | None = None) -> str | None:
     if master != ":":
         return f"master:{master}" + (f":{launch}" if launch else "")
     return f"launch:{launch}" if launch else None
+
+
+def role_of(ranks: RankInfo, job: str | None, all_ranks: bool, use_store: bool) -> str | None:
+    """What this process does for the run: ``primary`` records it (global rank 0, or every rank with
+    ``all_ranks``); ``node``, the first rank of another node, adds that node's system metrics to the
+    job's run (only a job with a key, into a store, can be joined); None records nothing."""
+    if ranks.rank == 0 or all_ranks:
+        return "primary"
+    if ranks.local_rank == 0 and job is not None and use_store:
+        return "node"
+    return None

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._warnings import warn_once
+from ..writer import MediaFile
 
 
 def safe_name(key: str) -> str:
@@ -54,3 +58,53 @@ def encode_png(image: Any) -> bytes:
     buffer = io.BytesIO()
     to_pil(image).save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+class Media:
+    """Text samples and images, as the Tracker records them (a part of ``Tracker``)."""
+
+    id: str | None
+    strict: bool
+    _step: int
+    run_dir: Any
+
+    if TYPE_CHECKING:  # the Tracker's own
+
+        def event(self, kind: str, step: int | None = None, **data: Any) -> None: ...
+
+        def _recording(self) -> bool: ...
+
+        def _coerce_step(self, step: Any) -> int: ...
+
+        def _send(self, message: Any) -> None: ...
+
+    def log_text(
+        self, key: str, rows: str | Mapping[str, Any] | Sequence[Mapping[str, Any]], step: int | None = None
+    ) -> None:
+        """Text samples (generations, GRPO completions) at ``step``: a string, a dict, or a list of dicts."""
+        if isinstance(rows, str):
+            rows = [{"text": rows}]
+        elif isinstance(rows, Mapping):
+            rows = [rows]
+        self.event("text", step=step, key=key, rows=list(rows))
+
+    def log_image(self, key: str, image: Any, step: int | None = None, index: int = 0) -> str | None:
+        """Store an image (PIL, NumPy array or tensor) as a PNG with the run and record an ``image``
+        event; returns its path inside the run. Encoding happens on the calling thread (images are
+        rare and large), storing on the writer's."""
+        if not self._recording():
+            return None
+        step = self._step if step is None else self._coerce_step(step)
+        if self.run_dir is None:
+            return None
+        rel = image_path(key, step, index)
+        try:
+            data = encode_png(image)
+        except Exception as exc:
+            if self.strict:
+                raise
+            warn_once(f"image:{self.id}:{key}", f"could not store image {key!r}: {exc!r}")
+            return None
+        self._send(MediaFile(rel, data))
+        self.event("image", step=step, key=key, path=rel)
+        return rel

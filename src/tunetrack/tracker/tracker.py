@@ -14,6 +14,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,16 @@ from .. import settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
-from ..edits import fold, new_edit
 from ..errors import InvalidValue
-from ..monitoring.alerts import LEVELS, Alert, Alerter
+from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig, HealthMonitor
 from ..values import FAST_TYPES, snapshot
-from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunEdit, RunRequest, SystemSample, Writer
+from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Writer
 from . import exit_hooks
-from .launch import RankInfo, job_id, rank_info
+from .alerting import Alerting
+from .editing import Editing
+from .launch import RankInfo, job_id, rank_info, role_of
+from .media import Media
 
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
@@ -37,7 +40,30 @@ _now = time.time
 FINISH_TIMEOUT = 60.0
 
 
-class Tracker:
+@dataclass(frozen=True)
+class _Options:
+    """What the constructor was given for ``start()``: the constructor itself does nothing."""
+
+    dir: str | os.PathLike[str] | None
+    config: Any
+    resume: str | None
+    resume_step: int | None
+    backends: Sequence[Backend | str] | str | None
+    store: bool
+    all_ranks: bool
+    flush_interval: float
+    fsync_interval: float
+    max_pending: int
+    system: bool | None
+    system_interval: float | None
+    system_sources: Sequence[Any] | None
+    health: bool | HealthConfig
+    upload_interval: float | None
+    backend_timeout: float
+    alerts: str | Sequence[str] | None
+
+
+class Tracker(Editing, Alerting, Media):
     """Records one run: hyperparameters, metrics and events, into the local store and any backends.
 
     The constructor has no side effects (adapters build trackers on every rank); the run is created
@@ -73,25 +99,27 @@ class Tracker:
         self._name = name
         self._tags = list(tags or [])
         self.strict = strict
-        self._dir = dir
-        self._initial_config = config
-        self._resume = resume
-        self._resume_step = resume_step
-        self._backend_specs = backends
-        self._backend_timeout = backend_timeout
-        self._use_store = store
-        self._all_ranks = all_ranks
-        self._flush_interval = flush_interval
-        self._fsync_interval = fsync_interval
-        self._max_pending = max_pending
-        self._system = system
-        self._system_interval = system_interval
-        self._system_sources = system_sources
-        self._sampler: Any = None
-        self._health = health
-        self._upload_interval = upload_interval
-        self._alert_urls = alerts
         self._alert_finished = alert_finished
+        self._opts = _Options(
+            dir,
+            config,
+            resume,
+            resume_step,
+            backends,
+            store,
+            all_ranks,
+            flush_interval,
+            fsync_interval,
+            max_pending,
+            system,
+            system_interval,
+            system_sources,
+            health,
+            upload_interval,
+            backend_timeout,
+            alerts,
+        )
+        self._sampler: Any = None
         self._alerter: Alerter | None = None
         self._lock = threading.RLock()
         self._writer: Writer | None = None
@@ -118,63 +146,6 @@ class Tracker:
         """The last step logged (or rewound to)."""
         return self._step
 
-    @property
-    def name(self) -> str | None:
-        """The run's name. Set before ``start()``, it names the run; set later, it renames the run (an
-        edit, as ``tunetrack rename`` makes: readers show the new name, and find the run by it)."""
-        return self._name
-
-    @name.setter
-    def name(self, value: str | None) -> None:
-        if value is None and not self._started:
-            self._name = None  # the default name, made at start()
-            return
-        self._edit(name="" if value is None else value)  # a run that exists keeps a name
-
-    @property
-    def tags(self) -> list[str]:
-        """The run's tags (a copy: change them with ``add_tags`` and ``remove_tags``)."""
-        return list(self._tags)
-
-    # -- editing the run ---------------------------------------------------------------------------
-    def add_tags(self, *tags: str) -> None:
-        """Tag the run. Before ``start()`` the run is created with these tags; later they are added to
-        it (an edit, as ``tunetrack tag RUN +TAG`` makes). Never raises, except in ``strict`` mode."""
-        if tags:
-            self._edit(add=tags)
-
-    def remove_tags(self, *tags: str) -> None:
-        """Untag the run (before or after ``start()``, as ``add_tags``)."""
-        if tags:
-            self._edit(remove=tags)
-
-    def _edit(self, name: Any = None, add: Sequence[str] = (), remove: Sequence[str] = ()) -> None:
-        """Apply an edit here, and record it in the run once the run exists: through the writer while
-        it runs, at once after ``finish()``. Only the process that records the run records it (on
-        other ranks it only changes this object)."""
-        try:
-            body = new_edit(name=name, add=add, remove=remove)
-        except ValueError as exc:
-            if self.strict:
-                raise InvalidValue(str(exc)) from None
-            warn_once(f"edit:{exc}", f"the run was not changed: {exc}")
-            return
-        with self._lock:
-            changed = fold({"name": self._name, "tags": self._tags}, [("", body)])
-            self._name, self._tags = changed.name, changed.tags
-            writer = self._writer if self._started and self._active else None
-            if writer is not None and not self._finished:
-                writer.channel.send(RunEdit(body))  # finish() drains it before the writer stops
-                return
-        if writer is None:
-            return
-        try:
-            writer.write_edit(body)  # a store that cannot be written is warned about there
-        except Exception as exc:
-            if self.strict:
-                raise
-            warn_once(f"edit-after:{self.id}", f"could not store an edit of run {self.id}: {exc!r}")
-
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Tracker:
         """Create (or re-attach to) the run and start the writer. Idempotent; never raises."""
@@ -195,24 +166,24 @@ class Tracker:
         from .provenance import run_metadata
 
         ranks = rank_info()
-        role = "primary" if ranks.rank == 0 or self._all_ranks else "node" if ranks.local_rank == 0 else None
         job = job_id() if ranks.world_size > 1 else None
-        if role is None or (role == "node" and (job is None or not self._use_store)):
+        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store)
+        if role is None:
             self._active = False
             return
-        location = settings.store_location(self._dir) if self._use_store else None
+        location = settings.store_location(self._opts.dir) if self._opts.store else None
         now = time.time()
         request = RunRequest(
-            id=self._resume,
+            id=self._opts.resume,
             name=self._name,
             project=self.project,
             tags=self._tags,
             created=now,
             process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
             job=job if role == "primary" and ranks.rank == 0 else None,
-            upload_interval=self._upload_interval,
+            upload_interval=self._opts.upload_interval,
         )
-        urls = settings.alert_urls(self._alert_urls)
+        urls = settings.alert_urls(self._opts.alerts)
         if urls and role == "primary":
             self._alerter = Alerter(urls)
         writer = self._writer = self._new_writer()
@@ -239,17 +210,17 @@ class Tracker:
         self._start_system(ranks)
         exit_hooks.track(self)
         if self._active:
-            if self._initial_config is not None:
-                self.log_config(self._initial_config)
-            if self._resume_step is not None:
-                self.rewind(self._resume_step)
+            if self._opts.config is not None:
+                self.log_config(self._opts.config)
+            if self._opts.resume_step is not None:
+                self.rewind(self._opts.resume_step)
 
     def _resolve_backends(self) -> list[Backend]:
         """Backends given as instances or by name (``TUNETRACK_BACKENDS`` when none are given). A name
         nothing provides is warned about once and skipped: training goes on (``strict`` raises)."""
         from ..backends import registry
 
-        specs = settings.backends(self._backend_specs)
+        specs = settings.backends(self._opts.backends)
         out = []
         for spec in registry.names(specs) if isinstance(specs, str) else list(specs or []):  # type: ignore[call-overload]
             try:
@@ -263,29 +234,31 @@ class Tracker:
     def _new_writer(self) -> Writer:
         health = (
             None
-            if self._health is False
-            else HealthMonitor(self._health if self._health is not True else None)
+            if self._opts.health is False
+            else HealthMonitor(self._opts.health if self._opts.health is not True else None)
         )
         return Writer(
             self._resolve_backends(),
-            flush_interval=self._flush_interval,
-            fsync_interval=self._fsync_interval,
+            flush_interval=self._opts.flush_interval,
+            fsync_interval=self._opts.fsync_interval,
             health=health,
-            max_pending=self._max_pending,
+            max_pending=self._opts.max_pending,
             strict=self.strict,
-            backend_timeout=self._backend_timeout,
+            backend_timeout=self._opts.backend_timeout,
             alerter=self._alerter,
         )
 
     def _start_system(self, ranks: RankInfo) -> None:
         """System metrics: on by default, one sampler per node (local rank 0), off the training thread."""
-        if not settings.system_enabled(self._system) or ranks.local_rank != 0:
+        if not settings.system_enabled(self._opts.system) or ranks.local_rank != 0:
             return
         from ..system import SystemSampler, default_sources
 
-        sources = list(self._system_sources) if self._system_sources is not None else default_sources()
+        sources = (
+            list(self._opts.system_sources) if self._opts.system_sources is not None else default_sources()
+        )
         self._sampler = SystemSampler(
-            sources, settings.system_interval(self._system_interval), self._log_system
+            sources, settings.system_interval(self._opts.system_interval), self._log_system
         )
         self._sampler.start()
 
@@ -311,7 +284,7 @@ class Tracker:
         if writer is None:
             return
         # the writer's own work, plus the time it gives the backends to catch up
-        timeout = FINISH_TIMEOUT + self._backend_timeout
+        timeout = FINISH_TIMEOUT + self._opts.backend_timeout
         state = state or exit_hooks.exit_state(self) or states.FINISHED
         if not writer.finish(state, error, timeout=timeout):
             warn_once(
@@ -323,37 +296,6 @@ class Tracker:
         lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
-
-    def _alert_end(self, alerter: Alerter, state: str, error: str | None) -> None:
-        """The alert for how the run ended (failed, killed; finished if asked), then up to one
-        request's timeout for the queued alerts to go out before the process may exit."""
-        if state == states.FAILED:
-            lines = (error or "").strip().splitlines()
-            self._queue_alert("run failed", lines[-1] if lines else "", "error", state)
-        elif state == states.KILLED:
-            self._queue_alert("run killed", f"stopped at step {self._step}", "warn", state)
-        elif self._alert_finished:
-            self._queue_alert("run finished", f"{self._step} steps", "info", state)
-        alerter.close()
-
-    def alert(self, title: str, text: str = "", level: str = "info") -> None:
-        """Send an alert about this run to the run's alert destinations (``alerts=``,
-        ``$TUNETRACK_ALERT_URL``), and record it as an ``alert`` event. Returns at once: sending
-        happens in the background; the same title is sent at most once per
-        ``$TUNETRACK_ALERT_INTERVAL`` (300 s)."""
-        if level not in LEVELS:
-            if self.strict:
-                raise InvalidValue(f"alert level must be one of {LEVELS}, not {level!r}")
-            warn_once(
-                f"alert-level:{level}", f"alert level {level!r} is not one of {LEVELS}; sent as 'error'"
-            )
-            level = "error"
-        self.event("alert", title=str(title), text=str(text), level=level)
-        self._queue_alert(str(title), str(text), level, states.RUNNING)
-
-    def _queue_alert(self, title: str, text: str, level: str, state: str) -> None:
-        if self._alerter is not None:
-            self._alerter.send(Alert(title, text, level, self.id, self.name, self.project, state))
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written and flushed to the OS."""
@@ -436,39 +378,6 @@ class Tracker:
         step = self._step if step is None else self._coerce_step(step)
         self._send(Event(kind, step, time.time(), capture(data)))
 
-    def log_text(
-        self, key: str, rows: str | Mapping[str, Any] | Sequence[Mapping[str, Any]], step: int | None = None
-    ) -> None:
-        """Text samples (generations, GRPO completions) at ``step``: a string, a dict, or a list of dicts."""
-        if isinstance(rows, str):
-            rows = [{"text": rows}]
-        elif isinstance(rows, Mapping):
-            rows = [rows]
-        self.event("text", step=step, key=key, rows=list(rows))
-
-    def log_image(self, key: str, image: Any, step: int | None = None, index: int = 0) -> str | None:
-        """Store an image (PIL, NumPy array or tensor) as a PNG with the run and record an ``image``
-        event; returns its path inside the run. Encoding happens on the calling thread (images are
-        rare and large), storing on the writer's."""
-        if self._put is None and self._put_after_start() is None:
-            return None
-        step = self._step if step is None else self._coerce_step(step)
-        if self.run_dir is None:
-            return None
-        from .media import encode_png, image_path
-
-        rel = image_path(key, step, index)
-        try:
-            data = encode_png(image)
-        except Exception as exc:
-            if self.strict:
-                raise
-            warn_once(f"image:{self.id}:{key}", f"could not store image {key!r}: {exc!r}")
-            return None
-        self._send(MediaFile(rel, data))
-        self.event("image", step=step, key=key, path=rel)
-        return rel
-
     def rewind(self, step: int) -> None:
         """Supersede what was logged so far after ``step`` (resuming from a checkpoint at ``step``).
 
@@ -478,8 +387,11 @@ class Tracker:
         self.event("rewind", step=step)
         self._step = step
 
+    def _recording(self) -> bool:
+        """Whether this process records the run (starting it on the first call)."""
+        return self._put is not None or self._put_after_start() is not None
+
     def _send(self, message: ConfigUpdate | Event | MediaFile) -> None:
-        if self._put is None and self._put_after_start() is None:
-            return
-        assert self._channel is not None
-        self._channel.send(message)
+        if self._recording():
+            assert self._channel is not None
+            self._channel.send(message)

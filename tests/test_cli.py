@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from rich.text import Text
 
-from helpers import SRC
+from helpers import SRC, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli, plot
 from tunetrack.config import diff
@@ -426,15 +426,18 @@ def test_export_parquet_without_pyarrow_says_how_to_install(store, monkeypatch):
 def test_export_system_metrics(root):
     class Source:
         name = "fake"
+        samples = 0
 
         def sample(self):
+            self.samples += 1
             return {"cpu.percent": 12.5, "gpu.0.util": 80}
 
         def close(self): ...
 
-    t = Tracker(dir=root, name="sys", system_sources=[Source()], system_interval=0.1).start()
+    source = Source()
+    t = Tracker(dir=root, name="sys", system_sources=[source], system_interval=0.1).start()
     t.log({"loss": 1.0})
-    time.sleep(0.35)
+    wait_until(lambda: source.samples >= 3)  # finish() then waits for the last one's row
     t.finish()
     rows = [json.loads(line) for line in ok("export", "sys", "--dir", root, "--system").splitlines()]
     assert len(rows) >= 3

@@ -42,7 +42,8 @@ def test_sigkill_keeps_everything_flushed_and_reads_crashed(root, tmp_path):
     proc = spawn_script(LOGGER, str(root), "victim", str(marker), env={"TUNETRACK_STALE_AFTER": "3600"})
     run_id = proc.stdout.readline().strip()
     wait_until(lambda: _progress(marker) >= 1000)
-    time.sleep(1.5)  # more than one flush interval
+    reached = _progress(marker)  # then at least one flush interval: the writer has flushed past it
+    wait_until(lambda: len(open_run(run_id, dir=root).series("loss")) > reached, interval=0.1)
     reached_before = _progress(marker)  # every step up to here was logged > 1 flush interval ago... almost
     time.sleep(1.2)
     proc.kill()

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from fakes.nvml import FakeGpu, FakeNvml
-from helpers import SRC, run_script
+from helpers import SRC, run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.reader import list_runs, open_run
 from tunetrack.system import SystemSampler
@@ -253,9 +253,8 @@ def test_tracker_records_system_metrics_apart_from_training(nvml, root):
     t = Tracker(dir=root, system_interval=0.1).start()
     for step in range(1, 6):
         t.log({"loss": 1.0 / step}, step=step)
-    import time
-
-    time.sleep(0.5)
+    # three samples: each reads the utilization of both GPUs once (finish() waits for the last row)
+    wait_until(lambda: nvml.calls.get("nvmlDeviceGetUtilizationRates", 0) >= 3 * 2)
     t.finish()
     run = open_run(t.id, dir=root)
     assert run.keys() == ["loss"]  # training metrics only

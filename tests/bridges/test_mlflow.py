@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from helpers import SRC, run_script
+from helpers import SRC, run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.backends.mlflow import MLflowBackend
 from tunetrack.reader import open_run
@@ -48,6 +48,7 @@ def steps_of(client: MlflowClient, run_id: str, key: str) -> list[int]:
 
 def test_a_run_mirrored_into_mlflow(root, mlflow_server):
     config = {"lr": 3e-4, "model": {"layers": 2, "name": "llama <tiny>"}, "notes": "x" * 7000}
+    gpu = GpuSource()
     t = Tracker(
         dir=root,
         project="sft",
@@ -55,7 +56,7 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
         tags=["baseline"],
         config=config,
         backends=[MLflowBackend(tracking_uri=mlflow_server.url)],
-        system_sources=[GpuSource()],
+        system_sources=[gpu],
         system_interval=0.2,
         backend_timeout=60,
     ).start()
@@ -66,7 +67,7 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
         t.log(row, step=step)
     t.log_config({"extra": {"seed": 7}})  # the config grows: a new param
     t.log_text("samples", "Once upon a time", step=300)
-    time.sleep(0.5)  # a couple of system samples
+    wait_until(lambda: gpu.n >= 2)  # a couple of system samples
     t.finish()
 
     client = MlflowClient(mlflow_server.url)

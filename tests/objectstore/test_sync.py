@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from helpers import SRC
+from helpers import SRC, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
@@ -25,6 +26,17 @@ from .proxy import FaultProxy
 def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
+
+
+def answers(url: str) -> bool:
+    """The store at ``url`` answers an HTTP request (with any status)."""
+    try:
+        urllib.request.urlopen(url, timeout=1).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def sync(*args: str) -> str:
@@ -105,7 +117,7 @@ time.sleep(60)
     os.kill(proc.pid, signal.SIGKILL)  # the machine is lost before the store comes back
     proc.wait(timeout=10)
     proxy.reopen()
-    time.sleep(0.2)
+    wait_until(lambda: answers(url))
     assert open_run(run_id, dir=url).series("loss").steps.tolist() == list(range(1, 101))
     out = sync("--to", url)  # no --dir: the default local store (none here) and this machine's spool
     assert "spool" in out or "sent" in out

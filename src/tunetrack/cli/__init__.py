@@ -1,5 +1,6 @@
-"""The ``tunetrack`` command line: ``ls``, ``show``, ``diff``, ``export``, ``tag``, ``rename``, ``note``,
-``rm``, ``sync``, ``sync-backend``, ``ui``."""
+"""The ``tunetrack`` command line: ``ls``, ``show``, ``diff``, ``export``, ``report`` (``reading``),
+``tag``, ``rename``, ``note``, ``rm`` (``managing``), ``sync``, ``sync-backend``, ``import``
+(``moving``), ``ui``, ``watch`` (``serving``); the group and the entry point are ``main``."""
 
 from .main import cli, main
 

@@ -1,0 +1,83 @@
+"""The commands that change runs in their store: ``tag``, ``rename``, ``note`` and ``rm`` (the read
+API does the work: ``tag_run``, ``rename_run``, ``note_run``, ``delete_runs``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .errors import friendly
+from .options import SignedArgs, dir_option, run_argument, runs_argument
+
+
+@click.command("tag", cls=SignedArgs)
+@run_argument()
+@click.argument("changes", nargs=-1, required=True)
+@dir_option()
+@friendly
+def tag_command(run: str, changes: tuple[str, ...], root: str | None) -> None:
+    """Add (+TAG) and remove (-TAG) tags of a run: tunetrack tag RUN +best -draft."""
+    from ..edits import tag_changes
+    from ..reader import tag_run
+
+    add, remove = tag_changes(changes)
+    r = tag_run(run, add, remove, dir=root)
+    click.echo(f"{r.id} ({r.name}): tags {', '.join(r.tags) or '(none)'}")
+
+
+@click.command("rename")
+@run_argument()
+@click.argument("new_name")
+@dir_option()
+@friendly
+def rename_command(run: str, new_name: str, root: str | None) -> None:
+    """Rename a run; it is found by its new name (which no other run may have) from then on."""
+    from ..reader import open_run, rename_run
+
+    old = open_run(run, dir=root).name
+    r = rename_run(run, new_name, dir=root)
+    click.echo(f"{r.id}: renamed {old!r} to {r.name!r}")
+
+
+@click.command("note")
+@run_argument()
+@click.argument("text")
+@dir_option()
+@friendly
+def note_command(run: str, text: str, root: str | None) -> None:
+    """Add a note to a run (shown by show and the dashboard's API; notes accumulate)."""
+    from ..reader import note_run
+
+    r = note_run(run, text, dir=root)
+    click.echo(f"{r.id} ({r.name}): {len(r.notes)} note{'s' if len(r.notes) != 1 else ''}")
+
+
+@click.command("rm")
+@runs_argument()
+@dir_option()
+@click.option("-y", "--yes", is_flag=True, help="Delete without asking.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Delete runs that are still running too (what their processes write afterwards is lost).",
+)
+@friendly
+def rm_command(runs: list[str], root: str | None, yes: bool, force: bool) -> None:
+    """Delete runs and everything of them (in an object store: their objects and index entries).
+
+    Asks first, unless --yes. Every RUN is looked up before anything is deleted, and a run that is
+    still running is refused unless --force.
+    """
+    from ..reader import delete_runs
+
+    for r in delete_runs(runs, dir=root, force=force, confirm=None if yes else _confirm_delete):
+        click.echo(f"deleted {r.id} ({r.name})")
+
+
+def _confirm_delete(found: list[Any]) -> bool:
+    """Ask on stderr before ``rm`` deletes ``found`` (the runs, listed); no aborts the command."""
+    listed = "".join(f"\n  {r.id}  {r.name}  ({r.state})" for r in found)
+    return click.confirm(
+        f"Delete {len(found)} run{'s' if len(found) != 1 else ''}?{listed}\n", err=True, abort=True
+    )

@@ -1,0 +1,159 @@
+"""The commands that read runs and print or write them: ``ls``, ``show``, ``diff``, ``export`` and
+``report``. The tables are ``tables``, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ..states import STATES
+from .errors import friendly
+from .options import dir_option, json_option, output_option, project_option, run_argument, runs_argument
+
+
+@click.command("ls")
+@dir_option()
+@project_option("Only runs of this project.")
+@click.option(
+    "--state",
+    type=click.Choice(STATES),
+    default=None,
+    help="Only runs in this state.",
+)
+@click.option("--tag", "tags", multiple=True, help="Only runs with this tag (repeatable: all must match).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="At most this many runs (newest first)."
+)
+@json_option("An array of runs as JSON.")
+@friendly
+def ls_command(
+    root: str | None,
+    project: str | None,
+    state: str | None,
+    tags: tuple[str, ...],
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """List runs, newest first, with their state, last step and last loss."""
+    from ..reader import list_runs, run_json, store_at
+    from . import export, tables
+
+    runs = list_runs(root, project=project, state=state, tags=list(tags))[:limit]
+    latest = [r.latest() for r in runs]
+    if as_json:
+        click.echo(export.dumps([run_json(r, last) for r, last in zip(runs, latest)]))
+    elif not runs:
+        filtered = " matching the filters" if (project or state or tags) else ""
+        click.echo(f"no runs{filtered} in {store_at(root)}")
+    else:
+        tables.console().print(tables.runs_table(runs, latest))
+
+
+@click.command("show")
+@run_argument()
+@dir_option()
+@json_option("Metadata, config, summary, events and system metrics as JSON.")
+@friendly
+def show_command(run: str, root: str | None, as_json: bool) -> None:
+    """Show one run: metadata, config, summary, events, system metrics and a plot of the main metrics."""
+    from ..reader import open_run, run_json
+    from . import export, tables
+
+    r = open_run(run, dir=root)
+    if not as_json:
+        tables.show(r)
+        return
+    record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
+    click.echo(export.dumps(record))
+
+
+@click.command("diff")
+@run_argument("run_a")
+@run_argument("run_b")
+@dir_option()
+@friendly
+def diff_command(run_a: str, run_b: str, root: str | None) -> None:
+    """Config differences between two runs: keys only in A, only in B, and changed values."""
+    from ..config import diff
+    from ..reader import open_run
+    from . import tables
+
+    a, b = open_run(run_a, dir=root), open_run(run_b, dir=root)
+    rows = diff([a.flat_config, b.flat_config])
+    if not rows:
+        click.echo(f"{a.id} and {b.id} have the same config")
+        return
+    tables.console().print(tables.diff_table(a, b, rows))
+
+
+@click.command("export")
+@run_argument()
+@dir_option()
+@click.option(
+    "--format", "fmt", type=click.Choice(["jsonl", "csv", "parquet"]), default="jsonl", show_default=True
+)
+@output_option("Output file (default: stdout; parquet: ./<run id>.parquet).")
+@click.option(
+    "--system", is_flag=True, help="Export the system metrics (one row per node and sample) instead."
+)
+@friendly
+def export_command(run: str, root: str | None, fmt: str, output: str | None, system: bool) -> None:
+    """Export a run's logged rows: step, time and the values, one row per log() call.
+
+    jsonl writes NaN and +-Inf as NaN/Infinity and None as null; csv writes them as nan/inf and an
+    empty cell.
+    """
+    from ..reader import open_run
+    from . import export, tables
+
+    if fmt == "parquet":
+        export.require_parquet()  # before reading the run: fail fast, with the pip command
+    r = open_run(run, dir=root)
+    if system:
+        rows, fields = list(r.system_rows()), ["node", "step", "time", *r.system_keys()]
+    else:
+        rows, fields = list(r.rows()), ["step", "time", *r.keys()]
+    if fmt == "parquet":
+        output = output or f"{r.id}{'-system' if system else ''}.parquet"
+    with tables.progress(f"exporting {r.id}", len(rows)) as advance:
+        count = export.write(tables.counted(rows, advance), fields, fmt, output)
+    if fmt == "parquet":
+        click.echo(f"wrote {count} rows to {output}", err=True)
+
+
+@click.command("report")
+@runs_argument()
+@dir_option()
+@output_option("The HTML file to write (default: ./tunetrack-report-<run ids>.html).")
+@friendly
+def report_command(runs: list[str], root: str | None, output: str | None) -> None:
+    """Write one HTML file that shows RUNS: overview, summary, a chart of every metric (the runs
+    overlaid), config and its differences, events.
+
+    The file holds everything it needs (data, scripts, styles): it opens offline in any browser and
+    can be mailed or attached to an issue. Long series are thinned with every spike kept, so a run of
+    a million points makes a file of a few hundred kB.
+    """
+    from ..reader import open_run
+    from ..ui import report
+    from . import tables
+
+    opened = list({r.id: r for r in (open_run(ref, dir=root) for ref in runs)}.values())
+    path = output or report.filename(opened)
+    try:  # before the work: an unwritable path fails at once
+        out = open(path, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
+    with out:
+        try:
+            with tables.progress("report", report.chart_count(opened)) as advance:
+                html = report.render(opened, on_chart=advance)
+        except BaseException:
+            out.close()
+            os.unlink(path)  # no empty file left behind
+            raise
+        out.write(html)
+    size = len(html.encode())
+    shown = f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.0f} kB"
+    click.echo(f"wrote {path} ({len(opened)} run{'s' if len(opened) > 1 else ''}, {shown})")

@@ -1,0 +1,90 @@
+"""The commands that keep running until Ctrl-C: ``ui`` (the live dashboard, ``tunetrack.ui``) and
+``watch`` (alerts for crashed and stalled runs; the watcher itself is ``watch.Watcher``)."""
+
+from __future__ import annotations
+
+import click
+
+from .errors import friendly
+from .options import dir_option
+
+
+@click.command("watch")
+@dir_option(path=False)
+@click.option(
+    "--alert",
+    "urls",
+    multiple=True,
+    help="A webhook URL to alert (repeatable; default: $TUNETRACK_ALERT_URL). Slack and Discord "
+    "webhooks get their own format, any other URL a JSON POST.",
+)
+@click.option(
+    "--stall",
+    type=click.FloatRange(min=0),
+    default=1800,
+    show_default=True,
+    help="Alert when a running run logs no new step for this many seconds (0: never).",
+)
+@click.option(
+    "--interval", type=click.FloatRange(min=0.1), default=30, show_default=True, help="Seconds between polls."
+)
+@friendly
+def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
+    """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls; Ctrl-C stops.
+
+    A run's own alerts (failed, killed, NaN loss) come from its process; this covers what a dead
+    process cannot send.
+    """
+    import time
+
+    from .. import settings
+    from ..monitoring.alerts import Alerter
+    from ..reader import list_runs, store_at
+    from .watch import Watcher
+
+    alerter = Alerter(settings.alert_urls(list(urls) or None), interval=0)
+    if not alerter.urls:
+        raise click.ClickException("give a webhook: --alert URL, or set TUNETRACK_ALERT_URL")
+    watcher = Watcher(stall)
+    click.echo(f"watching {store_at(root)} (every {interval:g} s; Ctrl-C stops)")
+    try:
+        while True:
+            for alert in watcher.poll(list_runs(root)):
+                click.echo(alert.line() + (f": {alert.text}" if alert.text else ""))
+                alerter.send(alert)
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        alerter.close()
+
+
+@click.command("ui")
+@dir_option()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on. 127.0.0.1 keeps the dashboard on this machine; any other address "
+    "(0.0.0.0 for every interface) exposes it and requires a token.",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8477, show_default=True)
+@click.option("--token", default=None, help="Token for non-loopback access (default: generated and printed).")
+def ui_command(root: str | None, host: str, port: int, token: str | None) -> None:
+    """Start the live local dashboard and print its address; Ctrl-C stops it."""
+    try:
+        import uvicorn
+
+        from ..ui.app import create_app
+    except ImportError:
+        raise click.ClickException("the dashboard needs its extra: pip install 'tunetrack[ui]'") from None
+    import secrets
+
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    if token is None and not loopback:
+        token = secrets.token_urlsafe(18)
+    shown = "127.0.0.1" if host == "0.0.0.0" else host
+    click.echo(
+        f"tunetrack dashboard: http://{shown}:{port}/"
+        + (f"?token={token}" if token else "")
+        + "  (Ctrl-C stops)"
+    )
+    uvicorn.run(create_app(root, token), host=host, port=port, log_level="warning")

@@ -3,6 +3,7 @@ two modules import each other (directly or round a loop).
 
     adapters (integrations/)  -> tracker -> writer -> store
     cli/, ui/                 -> reader  -> store
+    cli/                      -> manage  -> reader, store   (edit, delete and copy runs)
 
 Beside the layers sit ``backends/`` (called by the writer, given to the tracker), ``system/``
 (sampled for the tracker) and ``monitoring/`` (health checks on the writer thread, alerts). The core
@@ -25,12 +26,13 @@ PACKAGE = Path(SRC) / "tunetrack"
 #: layer -> the layers it may import directly (itself and the core always)
 ALLOWED: dict[str, set[str]] = {
     "integrations": {"tracker", "monitoring"},  # the stop-on-NaN test is the health monitor's
-    "cli": {"reader", "ui", "bridges", "monitoring"},  # `tunetrack ui` starts the dashboard; watch alerts
+    "cli": {"reader", "manage", "ui", "bridges", "monitoring"},  # `tunetrack ui` starts the dashboard
     "ui": {"reader"},
     "tracker": {"writer", "system", "backends", "monitoring"},
     "writer": {"store", "backends", "monitoring"},
     "bridges": {"reader", "backends", "writer"},  # replay a run into a backend; import runs
     "reader": {"store"},
+    "manage": {"reader", "store"},  # edits, deletes and copies runs: the one writer besides the writer
     "store": set(),
     "backends": set(),
     "system": set(),
@@ -177,7 +179,7 @@ def test_the_checks_catch_what_they_are_for():
         "tunetrack.helpers": {"tunetrack.states"},
     }
     assert wrong_way(edges) == [
-        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['bridges', 'monitoring', 'reader', 'ui'])",
+        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['bridges', 'manage', 'monitoring', 'reader', 'ui'])",
         "tunetrack.helpers is in no layer and not in the core (place it, or list it in CORE)",
         "tunetrack.integrations.x -> tunetrack.store.local (integrations may use ['monitoring', 'tracker'])",
         "tunetrack.states -> tunetrack.tracker.tracker (core may use only the core)",
@@ -215,3 +217,14 @@ def test_no_import_goes_the_wrong_way():
 
 def test_no_import_cycles():
     assert cycles(graph()) == []
+
+
+def test_only_the_reader_and_manage_hand_out_a_store():
+    """``reader.find.store_at`` returns the raw store: a layer that may not use the store must not get
+    one through the reader either (the layer check cannot see a store passed as a value)."""
+    users = {
+        module
+        for module, path in modules().items()
+        if "store_at" in path.read_text() and layer(module) not in ("reader", "manage")
+    }
+    assert users == set()

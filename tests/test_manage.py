@@ -13,7 +13,8 @@ from tunetrack import Tracker
 from tunetrack._warnings import TunetrackWarning
 from tunetrack.edits import fold, new_edit, tag_changes
 from tunetrack.errors import InvalidValue, RunInUse, RunNotFound
-from tunetrack.reader import delete_runs, list_runs, note_run, open_run, rename_run, tag_run
+from tunetrack.manage import delete_runs, note_run, rename_run, tag_run
+from tunetrack.reader import list_runs, open_run
 
 
 def finished(root, **kw) -> str:
@@ -191,7 +192,7 @@ def test_a_bad_edit_warns_and_leaves_the_run_alone_but_raises_in_strict_mode(roo
 # -- several processes at once -----------------------------------------------------------------------
 TAGGER = """
 import sys
-from tunetrack.reader import tag_run
+from tunetrack.manage import tag_run
 run, root, prefix = sys.argv[1:]
 for i in range(15):
     tag_run(run, add=[f"{prefix}{i}"], remove=[f"{prefix}{i - 1}"] if i % 2 else [], dir=root)

@@ -15,7 +15,7 @@ from pathlib import Path
 DEFAULT_DIRNAME = "tunetrack_runs"
 
 
-def store_location(
+def store_dir(
     dir: str | os.PathLike[str] | None = None, default: str | os.PathLike[str] | None = None
 ) -> str | Path:
     """The run store: ``dir``, else ``$TUNETRACK_DIR``, else ``default`` (an adapter's own output

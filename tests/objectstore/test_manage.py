@@ -87,7 +87,7 @@ def test_a_tracker_edits_its_run_in_a_bucket_while_running_and_after_finish(s3_u
 
 TAGGER = """
 import sys
-from tunetrack.reader import tag_run
+from tunetrack.manage import tag_run
 run, url, prefix = sys.argv[1:]
 for i in range(6):
     tag_run(run, add=[f"{prefix}{i}"], dir=url)

@@ -386,7 +386,7 @@ def test_without_uplot_the_pages_link_none_and_still_load(root, spiky, monkeypat
 def test_edits_show_in_the_runs_table_and_the_run_at_once(root):
     """The server keeps runs and rows between requests: an edit made meanwhile (by another process,
     here the read API) is shown by the next request, and the run is found by its new name."""
-    from tunetrack.reader import note_run, rename_run, tag_run
+    from tunetrack.manage import note_run, rename_run, tag_run
 
     t = Tracker(dir=root, name="draft", tags=["sweep"], system=False).start()
     t.log({"loss": 1.0}, step=1)

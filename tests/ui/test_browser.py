@@ -18,8 +18,8 @@ from PIL import Image
 from conftest import ARTIFACTS, XSS
 from helpers import SRC, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
+from tunetrack.manage import note_run
 from tunetrack.reader import open_run
-from tunetrack.reader.manage import note_run
 
 
 def _seed(root):

@@ -16,13 +16,13 @@ from .options import SignedArgs, dir_option, run_argument, runs_argument
 @click.argument("changes", nargs=-1, required=True)
 @dir_option()
 @friendly
-def tag_command(run: str, changes: tuple[str, ...], root: str | None) -> None:
+def tag_command(run: str, changes: tuple[str, ...], dir: str | None) -> None:
     """Add (+TAG) and remove (-TAG) tags of a run: tunetrack tag RUN +best -draft."""
     from ..edits import tag_changes
-    from ..reader import tag_run
+    from ..manage import tag_run
 
     add, remove = tag_changes(changes)
-    r = tag_run(run, add, remove, dir=root)
+    r = tag_run(run, add, remove, dir=dir)
     click.echo(f"{r.id} ({r.name}): tags {', '.join(r.tags) or '(none)'}")
 
 
@@ -31,12 +31,13 @@ def tag_command(run: str, changes: tuple[str, ...], root: str | None) -> None:
 @click.argument("new_name")
 @dir_option()
 @friendly
-def rename_command(run: str, new_name: str, root: str | None) -> None:
+def rename_command(run: str, new_name: str, dir: str | None) -> None:
     """Rename a run; it is found by its new name (which no other run may have) from then on."""
-    from ..reader import open_run, rename_run
+    from ..manage import rename_run
+    from ..reader import open_run
 
-    old = open_run(run, dir=root).name
-    r = rename_run(run, new_name, dir=root)
+    old = open_run(run, dir=dir).name
+    r = rename_run(run, new_name, dir=dir)
     click.echo(f"{r.id}: renamed {old!r} to {r.name!r}")
 
 
@@ -45,11 +46,11 @@ def rename_command(run: str, new_name: str, root: str | None) -> None:
 @click.argument("text")
 @dir_option()
 @friendly
-def note_command(run: str, text: str, root: str | None) -> None:
+def note_command(run: str, text: str, dir: str | None) -> None:
     """Add a note to a run (shown by show and the dashboard's API; notes accumulate)."""
-    from ..reader import note_run
+    from ..manage import note_run
 
-    r = note_run(run, text, dir=root)
+    r = note_run(run, text, dir=dir)
     click.echo(f"{r.id} ({r.name}): {len(r.notes)} note{'s' if len(r.notes) != 1 else ''}")
 
 
@@ -63,15 +64,15 @@ def note_command(run: str, text: str, root: str | None) -> None:
     help="Delete runs that are still running too (what their processes write afterwards is lost).",
 )
 @friendly
-def rm_command(runs: list[str], root: str | None, yes: bool, force: bool) -> None:
+def rm_command(runs: list[str], dir: str | None, yes: bool, force: bool) -> None:
     """Delete runs and everything of them (in an object store: their objects and index entries).
 
     Asks first, unless --yes. Every RUN is looked up before anything is deleted, and a run that is
     still running is refused unless --force.
     """
-    from ..reader import delete_runs
+    from ..manage import delete_runs
 
-    for r in delete_runs(runs, dir=root, force=force, confirm=None if yes else _confirm_delete):
+    for r in delete_runs(runs, dir=dir, force=force, confirm=None if yes else _confirm_delete):
         click.echo(f"deleted {r.id} ({r.name})")
 
 

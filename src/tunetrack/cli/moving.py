@@ -24,16 +24,16 @@ from .options import DIR_HELP, combine, dir_option, project_option, runs_argumen
 )
 @click.argument("runs", nargs=-1)
 @friendly
-def sync_command(destination: str, root: str | None, runs: tuple[str, ...]) -> None:
+def sync_command(destination: str, dir: str | None, runs: tuple[str, ...]) -> None:
     """Copy runs (all, or the RUNS named) to another store; only what the destination lacks is sent.
 
     Call it again at any time: a run still being written is copied up to its last whole record and
     completed by a later call; nothing is sent twice.
     """
-    from ..reader.sync import count_runs, sources_for, sync
+    from ..manage.sync import count_runs, sources_for, sync
     from . import tables
 
-    sources = [s for s in sources_for(destination, root) if str(s) != destination.rstrip("/")]
+    sources = [s for s in sources_for(destination, dir) if str(s) != destination.rstrip("/")]
     if not sources:
         raise click.ClickException(f"nothing to copy to {destination}: no local store here (use --dir)")
     failed = False
@@ -57,7 +57,7 @@ def sync_command(destination: str, root: str | None, runs: tuple[str, ...]) -> N
 )
 @dir_option(path=False)
 @friendly
-def sync_backend_command(runs: list[str], backend: str, root: str | None) -> None:
+def sync_backend_command(runs: list[str], backend: str, dir: str | None) -> None:
     """Send recorded RUNS into a backend: what a live mirror missed, or runs recorded offline.
 
     The backend continues the same remote run; where it can say what it holds (MLflow, TensorBoard),
@@ -68,7 +68,7 @@ def sync_backend_command(runs: list[str], backend: str, root: str | None) -> Non
     from . import tables
 
     for ref in runs:
-        run = open_run(ref, dir=root)
+        run = open_run(ref, dir=dir)
         total = sum(1 for _ in run.rows()) + sum(1 for _ in run.system_rows())
         with tables.progress(f"{run.id} -> {backend}", total) as advance:
             done = replay(run, backend, on_rows=lambda n: advance(by=n))
@@ -91,15 +91,15 @@ import_options = combine(
 )
 
 
-def _import(source: str, runs: Any, root: str | None, project: str | None) -> None:
+def _import(source: str, runs: Any, dir: str | None, project: str | None) -> None:
     """Import ``runs`` (a source's ``SourceRun`` iterator), one line per run, then a count."""
     from ..bridges.importers import import_runs
-    from ..reader import store_at
+    from ..reader import store_name
     from . import tables
 
     counts: dict[str, int] = {}
     with tables.progress(f"import {source}", None) as advance:
-        for done in import_runs(runs, root, project):
+        for done in import_runs(runs, dir, project):
             advance()
             outcome = done.outcome.split(":")[0]
             counts[outcome] = counts.get(outcome, 0) + 1
@@ -107,18 +107,18 @@ def _import(source: str, runs: Any, root: str | None, project: str | None) -> No
             points = f" ({done.points:,} point{plural})" if done.outcome == "imported" else ""
             click.echo(f"{done.run_id or '-':8}  {done.name}: {done.outcome}{points}")
     summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
-    click.echo(f"{source} -> {store_at(root)}: {summary}")
+    click.echo(f"{source} -> {store_name(dir)}: {summary}")
 
 
 @import_group.command("tensorboard")
 @click.argument("logdir")
 @import_options
 @friendly
-def import_tensorboard(logdir: str, root: str | None, project: str | None) -> None:
+def import_tensorboard(logdir: str, dir: str | None, project: str | None) -> None:
     """TensorBoard event files: each folder under LOGDIR that holds some is a run."""
     from ..bridges.importers import tensorboard
 
-    _import("tensorboard", tensorboard.runs(logdir), root, project)
+    _import("tensorboard", tensorboard.runs(logdir), dir, project)
 
 
 @import_group.command("mlflow")
@@ -127,31 +127,31 @@ def import_tensorboard(logdir: str, root: str | None, project: str | None) -> No
 @import_options
 @friendly
 def import_mlflow(
-    tracking_uri: str | None, experiment: str | None, root: str | None, project: str | None
+    tracking_uri: str | None, experiment: str | None, dir: str | None, project: str | None
 ) -> None:
     """An MLflow tracking server or store: each MLflow run, in a project named after its experiment."""
     from ..bridges.importers import mlflow
 
-    _import("mlflow", mlflow.runs(tracking_uri, experiment), root, project)
+    _import("mlflow", mlflow.runs(tracking_uri, experiment), dir, project)
 
 
 @import_group.command("wandb")
 @click.argument("path")
 @import_options
 @friendly
-def import_wandb(path: str, root: str | None, project: str | None) -> None:
+def import_wandb(path: str, dir: str | None, project: str | None) -> None:
     """W&B run folders on disk: a wandb/ folder, an offline-run-* or run-* folder, or a .wandb file."""
     from ..bridges.importers import wandb
 
-    _import("wandb", wandb.runs(path), root, project)
+    _import("wandb", wandb.runs(path), dir, project)
 
 
 @import_group.command("trackio")
 @click.argument("trackio_project", required=False)
 @import_options
 @friendly
-def import_trackio(trackio_project: str | None, root: str | None, project: str | None) -> None:
+def import_trackio(trackio_project: str | None, dir: str | None, project: str | None) -> None:
     """trackio's local store (TRACKIO_DIR): TRACKIO_PROJECT's runs, or every project's."""
     from ..bridges.importers import trackio
 
-    _import("trackio", trackio.runs(trackio_project), root, project)
+    _import("trackio", trackio.runs(trackio_project), dir, project)

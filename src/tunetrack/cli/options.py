@@ -27,12 +27,12 @@ def combine(*decorators: Decorator) -> Decorator:
 
 
 def dir_option(help: str = DIR_HELP, *, path: bool = True) -> Decorator:
-    """``--dir``, passed to the command as ``root``: the store to use (None: the default store).
+    """``--dir``, passed to the command as ``dir``: the store to use (None: the default store).
 
     ``path=False`` keeps it plain text (shown as TEXT rather than DIRECTORY, and not refused when it
     names an existing file), as the commands that move runs and ``watch`` have always taken it."""
     return click.option(
-        "--dir", "root", type=click.Path(file_okay=False) if path else None, default=None, help=help
+        "--dir", "dir", type=click.Path(file_okay=False) if path else None, default=None, help=help
     )
 
 

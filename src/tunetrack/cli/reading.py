@@ -28,7 +28,7 @@ from .options import dir_option, json_option, output_option, project_option, run
 @json_option("An array of runs as JSON.")
 @friendly
 def ls_command(
-    root: str | None,
+    dir: str | None,
     project: str | None,
     state: str | None,
     tags: tuple[str, ...],
@@ -36,16 +36,16 @@ def ls_command(
     as_json: bool,
 ) -> None:
     """List runs, newest first, with their state, last step and last loss."""
-    from ..reader import list_runs, run_json, store_at
+    from ..reader import list_runs, run_json, store_name
     from . import export, tables
 
-    runs = list_runs(root, project=project, state=state, tags=list(tags))[:limit]
+    runs = list_runs(dir, project=project, state=state, tags=list(tags))[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
         click.echo(export.dumps([run_json(r, last) for r, last in zip(runs, latest)]))
     elif not runs:
         filtered = " matching the filters" if (project or state or tags) else ""
-        click.echo(f"no runs{filtered} in {store_at(root)}")
+        click.echo(f"no runs{filtered} in {store_name(dir)}")
     else:
         tables.console().print(tables.runs_table(runs, latest))
 
@@ -55,12 +55,12 @@ def ls_command(
 @dir_option()
 @json_option("Metadata, config, summary, events and system metrics as JSON.")
 @friendly
-def show_command(run: str, root: str | None, as_json: bool) -> None:
+def show_command(run: str, dir: str | None, as_json: bool) -> None:
     """Show one run: metadata, config, summary, events, system metrics and a plot of the main metrics."""
     from ..reader import open_run, run_json
     from . import export, tables
 
-    r = open_run(run, dir=root)
+    r = open_run(run, dir=dir)
     if not as_json:
         tables.show(r)
         return
@@ -73,13 +73,13 @@ def show_command(run: str, root: str | None, as_json: bool) -> None:
 @run_argument("run_b")
 @dir_option()
 @friendly
-def diff_command(run_a: str, run_b: str, root: str | None) -> None:
+def diff_command(run_a: str, run_b: str, dir: str | None) -> None:
     """Config differences between two runs: keys only in A, only in B, and changed values."""
     from ..config import diff
     from ..reader import open_run
     from . import tables
 
-    a, b = open_run(run_a, dir=root), open_run(run_b, dir=root)
+    a, b = open_run(run_a, dir=dir), open_run(run_b, dir=dir)
     rows = diff([a.flat_config, b.flat_config])
     if not rows:
         click.echo(f"{a.id} and {b.id} have the same config")
@@ -98,7 +98,7 @@ def diff_command(run_a: str, run_b: str, root: str | None) -> None:
     "--system", is_flag=True, help="Export the system metrics (one row per node and sample) instead."
 )
 @friendly
-def export_command(run: str, root: str | None, fmt: str, output: str | None, system: bool) -> None:
+def export_command(run: str, dir: str | None, fmt: str, output: str | None, system: bool) -> None:
     """Export a run's logged rows: step, time and the values, one row per log() call.
 
     jsonl writes NaN and +-Inf as NaN/Infinity and None as null; csv writes them as nan/inf and an
@@ -109,7 +109,7 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
 
     if fmt == "parquet":
         export.require_parquet()  # before reading the run: fail fast, with the pip command
-    r = open_run(run, dir=root)
+    r = open_run(run, dir=dir)
     if system:
         rows, fields = list(r.system_rows()), ["node", "step", "time", *r.system_keys()]
     else:
@@ -127,7 +127,7 @@ def export_command(run: str, root: str | None, fmt: str, output: str | None, sys
 @dir_option()
 @output_option("The HTML file to write (default: ./tunetrack-report-<run ids>.html).")
 @friendly
-def report_command(runs: list[str], root: str | None, output: str | None) -> None:
+def report_command(runs: list[str], dir: str | None, output: str | None) -> None:
     """Write one HTML file that shows RUNS: overview, summary, a chart of every metric (the runs
     overlaid), config and its differences, events.
 
@@ -139,7 +139,7 @@ def report_command(runs: list[str], root: str | None, output: str | None) -> Non
     from ..ui import report
     from . import tables
 
-    opened = list({r.id: r for r in (open_run(ref, dir=root) for ref in runs)}.values())
+    opened = list({r.id: r for r in (open_run(ref, dir=dir) for ref in runs)}.values())
     path = output or report.filename(opened)
     try:  # before the work: an unwritable path fails at once
         out = open(path, "w", encoding="utf-8")  # noqa: SIM115

@@ -29,7 +29,7 @@ from .options import dir_option
     "--interval", type=click.FloatRange(min=0.1), default=30, show_default=True, help="Seconds between polls."
 )
 @friendly
-def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
+def watch_command(dir: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
     """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls; Ctrl-C stops.
 
     A run's own alerts (failed, killed, NaN loss) come from its process; this covers what a dead
@@ -39,17 +39,17 @@ def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interva
 
     from .. import settings
     from ..monitoring.alerts import Alerter
-    from ..reader import list_runs, store_at
+    from ..reader import list_runs, store_name
     from .watch import Watcher
 
     alerter = Alerter(settings.alert_urls(list(urls) or None), interval=0)
     if not alerter.urls:
         raise click.ClickException("give a webhook: --alert URL, or set TUNETRACK_ALERT_URL")
     watcher = Watcher(stall)
-    click.echo(f"watching {store_at(root)} (every {interval:g} s; Ctrl-C stops)")
+    click.echo(f"watching {store_name(dir)} (every {interval:g} s; Ctrl-C stops)")
     try:
         while True:
-            for alert in watcher.poll(list_runs(root)):
+            for alert in watcher.poll(list_runs(dir)):
                 click.echo(alert.line() + (f": {alert.text}" if alert.text else ""))
                 alerter.send(alert)
             time.sleep(interval)
@@ -68,7 +68,7 @@ def watch_command(root: str | None, urls: tuple[str, ...], stall: float, interva
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8477, show_default=True)
 @click.option("--token", default=None, help="Token for non-loopback access (default: generated and printed).")
-def ui_command(root: str | None, host: str, port: int, token: str | None) -> None:
+def ui_command(dir: str | None, host: str, port: int, token: str | None) -> None:
     """Start the live local dashboard and print its address; Ctrl-C stops it."""
     try:
         import uvicorn
@@ -87,4 +87,4 @@ def ui_command(root: str | None, host: str, port: int, token: str | None) -> Non
         + (f"?token={token}" if token else "")
         + "  (Ctrl-C stops)"
     )
-    uvicorn.run(create_app(root, token), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(dir, token), host=host, port=port, log_level="warning")

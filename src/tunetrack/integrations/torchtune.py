@@ -69,7 +69,7 @@ class TunetrackLogger:
         self.tracker = Tracker(
             project=None if project is None else str(project),
             name=None if name is None else str(name),
-            dir=settings.store_location(dir, default=log_dir),
+            dir=settings.store_dir(dir, default=log_dir),
             tags=[str(t) for t in tags or []],
             **passed,
         )

@@ -1,15 +1,13 @@
 """Read runs back: ``list_runs`` and ``open_run`` return ``Run`` objects (metadata, state, config,
 summary, events, metric series). Used by the CLI, the dashboard and users' notebooks; ``Catalog``
 keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``m4`` thins a
-series for drawing. ``rename_run``, ``tag_run``, ``note_run`` and ``delete_runs`` manage runs after
-the fact (the one thing here that writes: edits are records of their own, never a change to a file)."""
+series for drawing. Nothing here writes (``tunetrack.manage`` edits, deletes and copies runs)."""
 
 from ..states import STATES
 from .as_json import provenance, run_json
 from .catalog import Catalog
 from .downsample import chart_points, m4, thin
-from .find import list_runs, open_run, run_exists, store_at
-from .manage import delete_runs, note_run, rename_run, tag_run
+from .find import list_runs, open_run, run_exists, store_name
 from .run import Run
 from .series import Series, numeric_values, present
 
@@ -19,18 +17,14 @@ __all__ = [
     "Run",
     "Series",
     "chart_points",
-    "delete_runs",
     "list_runs",
     "m4",
-    "note_run",
     "numeric_values",
     "open_run",
     "present",
     "provenance",
-    "rename_run",
     "run_exists",
     "run_json",
-    "store_at",
-    "tag_run",
+    "store_name",
     "thin",
 ]

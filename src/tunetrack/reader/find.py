@@ -13,7 +13,12 @@ from .run import Run
 
 def store_at(dir: str | os.PathLike[str] | None = None) -> Store:
     """The store readers look in: ``dir``, else ``$TUNETRACK_DIR``, else ``./tunetrack_runs``."""
-    return open_store(settings.store_location(dir))
+    return open_store(settings.store_dir(dir))
+
+
+def store_name(dir: str | os.PathLike[str] | None = None) -> str:
+    """Where ``store_at(dir)`` looks, as a user reads it (a folder's path, a bucket's URL)."""
+    return str(store_at(dir))
 
 
 def run_exists(dir: str | os.PathLike[str] | None, run_id: str) -> bool:

@@ -60,9 +60,9 @@ class Blobs(Protocol):
     def delete(self, key: str) -> None: ...
 
 
-def is_url(location: str | os.PathLike[str]) -> bool:
-    """Whether a store location is an object-store URL (``scheme://...``) rather than a folder."""
-    text = os.fspath(location)
+def is_url(dir: str | os.PathLike[str]) -> bool:
+    """Whether a store's dir is an object-store URL (``scheme://...``) rather than a folder."""
+    text = os.fspath(dir)
     return "://" in text and text.split("://", 1)[0].isidentifier()
 
 

@@ -171,7 +171,7 @@ class Tracker(Editing, Alerting, Media):
         if role is None:
             self._active = False
             return
-        location = settings.store_location(self._opts.dir) if self._opts.store else None
+        dir = settings.store_dir(self._opts.dir) if self._opts.store else None
         now = time.time()
         request = RunRequest(
             id=self._opts.resume,
@@ -196,10 +196,10 @@ class Tracker(Editing, Alerting, Media):
             self._active = False
             import psutil
 
-            assert location is not None and job is not None
-            writer.join_job(location, job, psutil.Process().create_time(), request)
+            assert dir is not None and job is not None
+            writer.join_job(dir, job, psutil.Process().create_time(), request)
         else:
-            opened = writer.open(location, request)
+            opened = writer.open(dir, request)
             self.id, self._name, self.project, self.run_dir = (
                 opened.id,
                 opened.name,

@@ -114,7 +114,7 @@ class Writer(threading.Thread):
         self.run_info: RunInfo | None = None
         self._stopping = threading.Event()
         self._files: ProcessWriter | None = None
-        self._store_dir: Path | str | None = None  # where the files would be (lost rows are counted)
+        self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
         self._end: dict[str, Any] = {}
         self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
@@ -125,10 +125,10 @@ class Writer(threading.Thread):
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
     # -- opening the run -----------------------------------------------------------------------------
-    def open(self, location: str | os.PathLike[str] | None, request: RunRequest) -> OpenedRun:
+    def open(self, dir: str | os.PathLike[str] | None, request: RunRequest) -> OpenedRun:
         """Create the run (or re-attach to ``request.id``) and this process's files, before ``start()``.
 
-        Without a location (``store=False``) only the identity is settled. A store that cannot be
+        Without a dir (``store=False``) only the identity is settled. A store that cannot be
         written is warned about once: the run goes on without it (rows counted as lost), except in
         strict mode."""
         run_id = request.id or layout.new_run_id()
@@ -137,9 +137,9 @@ class Writer(threading.Thread):
             or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
         )
         opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
-        if location is not None:
-            store = open_store(location, request.upload_interval)
-            opened.dir = self._store_dir = store.run_dir(run_id)
+        if dir is not None:
+            store = open_store(dir, request.upload_interval)
+            opened.dir = self._run_dir = store.run_dir(run_id)
             try:
                 self._open_files(store, opened, request)
             except OSError as exc:
@@ -183,12 +183,10 @@ class Writer(threading.Thread):
             except OSError as exc:  # only the other nodes' system metrics depend on it
                 warn_once(f"job:{opened.id}", f"could not publish the run for the job's other nodes: {exc!r}")
 
-    def join_job(
-        self, location: str | os.PathLike[str], job: str, not_before: float, request: RunRequest
-    ) -> None:
+    def join_job(self, dir: str | os.PathLike[str], job: str, not_before: float, request: RunRequest) -> None:
         """Record into the run that the job's global rank 0 publishes (another node's first rank):
         the thread waits for it (up to ``JOIN_TIMEOUT``), then opens this process's files there."""
-        self._join = _Join(open_store(location, request.upload_interval), job, not_before, request)
+        self._join = _Join(open_store(dir, request.upload_interval), job, not_before, request)
 
     def _joined(self) -> bool:
         """Wait for the job's run; False if it never came (or the tracker finished first)."""
@@ -198,7 +196,7 @@ class Writer(threading.Thread):
         if run_id is None:
             return False
         opened = OpenedRun(run_id, run_id, request.project, store.run_dir(run_id), True)
-        self._store_dir = opened.dir
+        self._run_dir = opened.dir
         try:
             opened.name, opened.project = _existing(store, run_id, run_id, None)
             meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
@@ -306,7 +304,7 @@ class Writer(threading.Thread):
         rows, self._pending = self._pending, codec.Rows()
         record = codec.encode_rows(rows, convert=to_plain, on_drop=self._on_drop, last=self._last_values)
         self._last_step = rows.steps[-1]
-        if not self._store_op(lambda f: f.append(codec.pack(record))) and self._store_dir is not None:
+        if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
         if self.health is not None:
             columns = {k: c for k in self.health.keys if (c := codec.float_column(record, k)) is not None}
@@ -379,7 +377,7 @@ class Writer(threading.Thread):
         except OSError as exc:
             warn_once(
                 f"{self._run_id}:store-write",
-                f"cannot write to {self._store_dir} ({exc.strerror or exc}); training goes on, "
+                f"cannot write to {self._run_dir} ({exc.strerror or exc}); training goes on, "
                 "the rows that could not be stored are counted and reported at finish()",
             )
             return False

@@ -19,24 +19,24 @@ WAIT = 600.0
 
 def import_runs(
     runs: Iterable[SourceRun | Imported],
-    location: str | os.PathLike[str] | None = None,
+    dir: str | os.PathLike[str] | None = None,
     project: str | None = None,
 ) -> Iterator[Imported]:
-    """Write each source run into the store at ``location`` (default: ``$TUNETRACK_DIR``, else
+    """Write each source run into the store at ``dir`` (default: ``$TUNETRACK_DIR``, else
     ``./tunetrack_runs``); ``project`` replaces the source's. An ``Imported`` among ``runs`` is a
     source run the importer passed over (still running), reported as it is."""
-    where = settings.store_location(location)
+    dir = settings.store_dir(dir)
     for run in runs:
-        yield run if isinstance(run, Imported) else write(run, where, project)
+        yield run if isinstance(run, Imported) else write(run, dir, project)
 
 
-def write(source: SourceRun, location: str | os.PathLike[str], project: str | None = None) -> Imported:
+def write(source: SourceRun, dir: str | os.PathLike[str], project: str | None = None) -> Imported:
     """Record ``source`` as a tunetrack run (nothing if an earlier import made it)."""
     kind = str(source.origin.get("from", "source"))
-    if source.tunetrack_id is not None and run_exists(location, source.tunetrack_id):
+    if source.tunetrack_id is not None and run_exists(dir, source.tunetrack_id):
         return Imported(source.tunetrack_id, source.name, kind, "already in the store")
     run_id = run_id_for(source.key)
-    if run_exists(location, run_id):
+    if run_exists(dir, run_id):
         return Imported(run_id, source.name, kind, "already imported")
     writer = Writer(health=None)
     channel = writer.channel
@@ -53,7 +53,7 @@ def write(source: SourceRun, location: str | os.PathLike[str], project: str | No
         },
         new=True,
     )
-    writer.open(location, request)
+    writer.open(dir, request)
     writer.start()
     if source.config:
         channel.send(ConfigUpdate(source.created, source.config))
@@ -66,5 +66,5 @@ def write(source: SourceRun, location: str | os.PathLike[str], project: str | No
     for step, when, values in source.system():
         channel.send(SystemSample(int(step), float(when), values), wait=WAIT)
     if not writer.finish(source.state, source.error, timeout=3600.0, at=source.ended):
-        raise SourceError(f"could not finish writing run {run_id} into {location}")
+        raise SourceError(f"could not finish writing run {run_id} into {dir}")
     return Imported(run_id, source.name, kind, "imported", points)

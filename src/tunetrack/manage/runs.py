@@ -15,9 +15,9 @@ from typing import Any
 from .. import states
 from ..edits import new_edit
 from ..errors import RunInUse
+from ..reader import Run
+from ..reader.find import find_run, named, store_at
 from ..store import layout
-from .find import find_run, named, store_at
-from .run import Run
 
 Dir = str | os.PathLike[str] | None
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import RunNotFound
+from ..reader import Run
+from ..reader.find import open_run, store_at
 from ..store import Store, StoreUnavailable, is_url
 from ..store.framing import ScanReport, scan
 from ..store.local import ProcessCopy
 from ..store.spool import spool_root
-from .find import open_run, store_at
-from .run import Run
 
 
 @dataclass
@@ -144,9 +144,9 @@ def sources_for(destination: str, source: str | os.PathLike[str] | None) -> list
     from .. import settings
 
     if source is not None:
-        return [settings.store_location(source)]
+        return [settings.store_dir(source)]
     found: list[str | Path] = []
-    local = settings.store_location(None)
+    local = settings.store_dir(None)
     if not is_url(local) and Path(local).is_dir():
         found.append(local)
     spool = spool_of(destination)

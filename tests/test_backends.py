@@ -6,12 +6,15 @@ reader."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 import warnings
 from pathlib import Path
 
 import pytest
 
+from helpers import wait_until
 from tunetrack import Tracker
 from tunetrack.reader import open_run
 from tunetrack.writer import fanout
@@ -216,3 +219,131 @@ def test_sync_backend_replays_a_run_into_tensorboard_once(root):
     acc = EventAccumulator(str(Path(t.run_dir) / "tensorboard"), size_guidance={"scalars": 0})
     acc.Reload()
     assert len(acc.Scalars("loss")) == 120
+
+
+# -- the wait at finish(): as long as a backend makes progress ----------------------------------------
+def backend_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if "backend" in str(w.message)]
+
+
+def test_finish_waits_for_a_slow_backend_as_long_as_it_delivers(root):
+    """Default settings: a backend that needs about 6 s to take a short run (longer than any fixed
+    grace period) gets all of it, and its end, and nothing is warned about."""
+    slow = Slow(delay=6.0 / 2000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = Tracker(dir=root, system=False, backends=[slow]).start()
+        for step in range(1, 2001):
+            t.log({"loss": 1.0 / step}, step=step)
+            if step % 100 == 0:
+                t.flush()
+        t.finish()
+    assert [step for step, _, _ in slow.rows] == list(range(1, 2001)) and slow.state == "finished"
+    assert backend_warnings(caught) == []
+    end = open_run(t.id, dir=root).meta["processes"][0]["end"]["backends"]
+    assert end == {"Slow": {"missed_rows": 0, "error": None}}
+
+
+def test_a_backend_that_stops_delivering_is_given_up_after_the_stall_and_named_once(root, monkeypatch):
+    monkeypatch.setenv("TUNETRACK_BACKEND_STALL", "1")
+    release = threading.Event()
+
+    class Hung(Slow):
+        def log(self, rows):
+            if self.batches:  # its second call never returns (a server that stopped answering)
+                release.wait(60)
+            super().log(rows)
+
+    hung, fine = Hung(0), Slow(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = Tracker(dir=root, system=False, backends=[hung, fine]).start()
+        for step in range(1, 2001):
+            t.log({"loss": float(step)}, step=step)
+            if step % 500 == 0:
+                t.flush()
+        began = time.monotonic()
+        t.finish()
+        waited = time.monotonic() - began
+    release.set()
+    assert waited < 15  # one stall period, not a minute
+    assert len(fine.rows) == 2000 and fine.state == "finished"
+    end = open_run(t.id, dir=root).meta["processes"][0]["end"]["backends"]
+    missed = end["Hung"]["missed_rows"]
+    assert 0 < missed <= 2000 - len(hung.rows) and "delivered nothing for 1 s" in end["Hung"]["error"]
+    (said,) = backend_warnings(caught)  # one warning, about the backend that missed rows
+    assert f"did not get {missed:,} of 2,000 rows" in said
+    assert f"tunetrack sync-backend {t.id} --to Hung" in said
+    assert end["Slow"] == {"missed_rows": 0, "error": None}
+
+
+SLOW_MIRROR = """
+import pathlib, sys, time
+from tunetrack import Tracker
+
+class Slow:
+    def start(self, run): ...
+    def log_config(self, config): ...
+    def log(self, rows):
+        pathlib.Path(sys.argv[2]).touch()  # the mirror is under way
+        time.sleep(0.01 * len(rows))  # 2,000 rows: 20 s
+    def finish(self, state): ...
+
+t = Tracker(dir=sys.argv[1], system=False, backends=[Slow()]).start()
+print(t.id, flush=True)
+for step in range(1, 2001):
+    t.log({"loss": 1.0 / step}, step=step)
+t.finish()
+"""
+
+
+def test_sigterm_while_mirrors_catch_up_records_the_end_at_once(root, tmp_path):
+    """Training is over when the user stops the wait (here SIGTERM, as a scheduler sends it; Ctrl-C
+    takes the same path): the run ends finished and complete in the local store, the rows the mirror
+    did not get are counted. On a terminal the wait shows a progress line."""
+    import pty
+    import signal
+    import subprocess
+    import sys
+
+    from helpers import SRC
+
+    started = tmp_path / "started"
+    parent, child = pty.openpty()  # stderr on a terminal
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_MIRROR, str(root), str(started)],
+        stdout=subprocess.PIPE,
+        stderr=child,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    os.close(child)
+    shown: list[bytes] = []
+    reader = threading.Thread(target=lambda: _drain(parent, shown))
+    reader.start()
+    run_id = proc.stdout.readline().strip()
+    wait_until(lambda: b"mirroring to Slow" in b"".join(shown), timeout=60)
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    stopped = time.monotonic() - began
+    reader.join(timeout=10)
+    os.close(parent)
+    assert started.exists() and stopped < 10
+    run = open_run(run_id, dir=root)
+    assert run.state == "finished"
+    assert run.series("loss").steps.tolist() == list(range(1, 2001))
+    (stats,) = run.meta["processes"][0]["end"]["backends"].values()
+    assert stats["missed_rows"] > 0 and "stopped" in stats["error"]
+    assert f"sync-backend {run_id} --to Slow".encode() in b"".join(shown)
+
+
+def _drain(fd: int, into: list[bytes]) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the terminal closed with the process
+            return
+        if not chunk:
+            return
+        into.append(chunk)

@@ -81,6 +81,12 @@ def upload_timeout() -> float:
     return _float("TUNETRACK_UPLOAD_TIMEOUT", 30.0)
 
 
+def backend_stall() -> float:
+    """How long ``finish()`` waits for a backend that delivers nothing (``$TUNETRACK_BACKEND_STALL``,
+    else 30 s): a backend that makes progress is waited for as long as it does."""
+    return _float("TUNETRACK_BACKEND_STALL", 30.0)
+
+
 def backends(names: object = None) -> object:
     """The backends to mirror runs into: the argument, else ``$TUNETRACK_BACKENDS`` (comma-separated
     names), else none."""

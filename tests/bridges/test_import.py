@@ -143,7 +143,6 @@ def test_mlflow_round_trip(root, mlflow_server):
         name="mirrored",
         system=False,
         backends=[MLflowBackend(mlflow_server.url, "sweep")],
-        backend_timeout=60,
     ).start()
     mirrored.log({"loss": 1.0}, step=1)
     mirrored.finish()

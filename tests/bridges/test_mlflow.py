@@ -58,7 +58,6 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
         backends=[MLflowBackend(tracking_uri=mlflow_server.url)],
         system_sources=[gpu],
         system_interval=0.2,
-        backend_timeout=60,
     ).start()
     for step in range(1, 301):
         row = {"train/loss": 2.0 / step, "lr": 3e-4, "note": "not a number", "odd key:(x)": 1.0}

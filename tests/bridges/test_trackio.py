@@ -45,7 +45,7 @@ def test_a_run_mirrored_into_trackio(root, tmp_path):
             def close(self): ...
 
         t = Tracker(dir={str(root)!r}, project="sft", name="mirror", config={{"lr": 3e-4, "model": {{"layers": 2}}}},
-                    backends=["trackio"], system_sources=[Gpu()], system_interval=0.2, backend_timeout=60).start()
+                    backends=["trackio"], system_sources=[Gpu()], system_interval=0.2).start()
         for step in range(1, 101):
             row = {{"train/loss": 2.0 / step, "note": "text"}}
             if step % 50 == 0:

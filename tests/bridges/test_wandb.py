@@ -32,7 +32,6 @@ def test_a_run_mirrored_into_wandb_offline(root, wandb_dir):
         config=config,
         system=False,
         backends=[WandbBackend()],
-        backend_timeout=60,
     ).start()
     for step in range(1, 51):
         t.log(

@@ -28,8 +28,13 @@ class LiveRun(Protocol):
 
     def finish(self, state: str | None = None, error: str | None = None) -> None: ...
 
+    def hurry(self) -> None:
+        """Cut short a ``finish()`` under way (stop waiting for mirrors), so the end is recorded."""
+        ...
+
 
 _live: weakref.WeakSet[LiveRun] = weakref.WeakSet()
+_finishing: weakref.WeakSet[LiveRun] = weakref.WeakSet()
 _lock = threading.Lock()
 _installed = False
 _previous_handlers: dict[int, Any] = {}
@@ -45,8 +50,15 @@ def track(run: LiveRun) -> None:
     _install()
 
 
+def finishing(run: LiveRun) -> None:
+    """``run`` is in ``finish()``: a signal now cuts its wait for mirrors short instead of ending it."""
+    _live.discard(run)
+    _finishing.add(run)
+
+
 def untrack(run: LiveRun) -> None:
     _live.discard(run)
+    _finishing.discard(run)
 
 
 def exit_state(run: LiveRun) -> str | None:
@@ -85,6 +97,8 @@ def _on_signal(signum: int, frame: Any) -> None:
     previous = _previous_handlers.get(signum, signal.SIG_DFL)
     if previous is signal.SIG_IGN:
         return
+    for run in list(_finishing):
+        run.hurry()
     for run in list(_live):
         _signalled.add(run)
         run.flush(timeout=5.0)

@@ -36,7 +36,8 @@ from .media import Media
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
 _now = time.time
-#: how long ``finish()`` waits for the writer to store what is left (backends get ``backend_timeout`` more)
+#: how long ``finish()`` waits for the writer to store what is left (the wait for the backends, as long as
+#: they make progress, comes on top: ``writer.fanout.wait_for``)
 FINISH_TIMEOUT = 60.0
 
 
@@ -59,7 +60,7 @@ class _Options:
     system_sources: Sequence[Any] | None
     health: bool | HealthConfig
     upload_interval: float | None
-    backend_timeout: float
+    backend_timeout: float | None
     alerts: str | Sequence[str] | None
 
 
@@ -91,7 +92,7 @@ class Tracker(Editing, Alerting, Media):
         system_sources: Sequence[Any] | None = None,
         health: bool | HealthConfig = True,
         upload_interval: float | None = None,
-        backend_timeout: float = 5.0,
+        backend_timeout: float | None = None,
         alerts: str | Sequence[str] | None = None,
         alert_finished: bool = False,
     ) -> None:
@@ -278,24 +279,38 @@ class Tracker(Editing, Alerting, Media):
                 return
             self._finished = True
             writer, self._put = self._writer, None
-        exit_hooks.untrack(self)
-        if self._sampler is not None:
-            self._sampler.stop()
-        if writer is None:
-            return
-        # the writer's own work, plus the time it gives the backends to catch up
-        timeout = FINISH_TIMEOUT + self._opts.backend_timeout
-        state = state or exit_hooks.exit_state(self) or states.FINISHED
-        if not writer.finish(state, error, timeout=timeout):
+        exit_hooks.finishing(self)
+        try:
+            if self._sampler is not None:
+                self._sampler.stop()
+            if writer is None:
+                return
+            state = state or exit_hooks.exit_state(self) or states.FINISHED
+            try:
+                done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
+            except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop
+                writer.stop_mirroring()
+                writer.join(FINISH_TIMEOUT)
+                raise
+        finally:
+            exit_hooks.untrack(self)
+        if not done:
             warn_once(
                 f"finish:{self.id}",
-                f"the writer did not finish within {timeout:g} s; the run may read as crashed",
+                f"the writer did not finish within {FINISH_TIMEOUT:g} s; the run may read as crashed",
             )
         if self._alerter is not None:
             self._alert_end(self._alerter, state, error)
         lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
+
+    def hurry(self) -> None:
+        """Stop waiting for the backends in a ``finish()`` that is under way (SIGTERM arrived): the
+        run's end is recorded at once, what the backends did not get is counted."""
+        if self._writer is not None:
+            self._writer.stop_mirroring()
+            self._writer.join(FINISH_TIMEOUT)
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Block until everything logged so far is written and flushed to the OS."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import states
+from .. import settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..edits import fold
@@ -27,6 +27,7 @@ from ..monitoring.health import HealthMonitor, describe, warning
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..values import DROP, to_plain
+from . import fanout
 from .channel import Channel
 from .fanout import BackendRunner
 from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample
@@ -93,7 +94,7 @@ class Writer(threading.Thread):
         health: HealthMonitor | None = None,
         max_pending: int = 1_000_000,
         strict: bool = False,
-        backend_timeout: float = 5.0,
+        backend_timeout: float | None = None,
         alerter: Alerter | None = None,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
@@ -113,6 +114,8 @@ class Writer(threading.Thread):
         self.strict = strict
         self.run_info: RunInfo | None = None
         self._stopping = threading.Event()
+        self._mirroring = threading.Event()  # set while the thread waits for the backends at the end
+        self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
         self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
@@ -217,13 +220,27 @@ class Writer(threading.Thread):
     def finish(
         self, state: str, error: str | None = None, timeout: float = 60.0, at: float | None = None
     ) -> bool:
-        """Write everything, record how the process ended (``at``: when, if not now: an imported run's
-        end), and stop; False if that took longer than ``timeout`` (the run may then read as crashed)."""
+        """Write everything, wait for the backends, record how the process ended (``at``: when, if not
+        now: an imported run's end), and stop. ``timeout`` bounds the writer's own work, not the wait
+        for the backends (``fanout.wait_for`` bounds that); False if the writer took longer (the run
+        may then read as crashed)."""
         self._end = {"state": state, "traceback": error, **({"time": at} if at is not None else {})}
         self._stopping.set()
-        if threading.current_thread() is not self and self.is_alive():
-            self.join(timeout=timeout)
+        if threading.current_thread() is self:
+            return False
+        deadline = time.monotonic() + timeout
+        while self.is_alive():
+            self.join(fanout.POLL)
+            if self._mirroring.is_set():
+                deadline = time.monotonic() + timeout  # the writer's own work is done until it ends
+            elif time.monotonic() >= deadline:
+                break
         return not self.is_alive()
+
+    def stop_mirroring(self) -> None:
+        """Stop waiting for the backends at the end (Ctrl-C or SIGTERM during ``finish()``): the run's
+        end is recorded at once; what they did not get is counted, and sync-backend sends it later."""
+        self._stop_mirroring.set()
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -389,8 +406,18 @@ class Writer(threading.Thread):
         if self._pending_system:
             self._write_system()
         state = self._end.get("state", states.FINISHED)
-        deadline = time.monotonic() + self.backend_timeout  # the backends catch up side by side
-        backends = _labelled([(runner.label, runner.finish(state, deadline)) for runner in self._runners])
+        if self._runners:
+            for runner in self._runners:
+                runner.close(state)  # the backends catch up side by side
+            self._mirroring.set()
+            try:
+                stall = settings.backend_stall()
+                fanout.wait_for(
+                    self._runners, stall, self.backend_timeout, self._stop_mirroring, fanout.terminal()
+                )
+            finally:
+                self._mirroring.clear()
+        backends = _labelled([(runner.label, runner.result()) for runner in self._runners])
         if self._files is not None:
             end = {**self._end, "state": state, "counters": self.counters.as_dict()}
             if backends:

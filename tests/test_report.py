@@ -20,7 +20,8 @@ from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_u
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
-from tunetrack.ui.report import UPLOT_JS, UPLOT_LICENSE, WIDTH
+from tunetrack.ui.assets import UPLOT_JS, UPLOT_LICENSE
+from tunetrack.ui.report import WIDTH
 
 
 def report(*args: object):

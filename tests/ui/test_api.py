@@ -369,11 +369,10 @@ def test_scripts_are_revalidated_and_uplot_is_cached_under_its_version(root, spi
 def test_without_uplot_the_pages_link_none_and_still_load(root, spiky, monkeypatch, tmp_path):
     """A build without npm: the server starts, and its pages link no charting library (their scripts
     then say that it was not built in)."""
-    from tunetrack.ui import app
+    from tunetrack.ui import assets
 
-    monkeypatch.setattr(
-        app, "UPLOT", {ext: (tmp_path / path.name, kind) for ext, (path, kind) in app.UPLOT.items()}
-    )
+    for name in ("UPLOT_JS", "UPLOT_CSS"):
+        monkeypatch.setattr(assets, name, tmp_path / getattr(assets, name).name)
     monkeypatch.setattr("tunetrack._warnings._seen", set())
     with pytest.warns(TunetrackWarning, match="not built in: rebuild with npm available"), client(root) as c:
         for path in ("/", f"/run/{spiky}", f"/compare?ids={spiky}"):

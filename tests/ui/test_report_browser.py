@@ -16,7 +16,7 @@ from helpers import XSS, embedded, seed_two_runs, wait_until
 from tunetrack import TunetrackWarning
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
-from tunetrack.ui import report
+from tunetrack.ui import assets, report
 from tunetrack.ui.app import create_app
 
 
@@ -91,7 +91,7 @@ def test_the_file_draws_its_charts_offline_and_shows_names_as_text(browser, writ
 def test_without_uplot_the_report_says_so_and_shows_the_rest(root, tmp_path, browser, monkeypatch):
     """A build made without npm has no uPlot (hatch_build.py): no charts, and the page says why."""
     a, _ = seed_two_runs(root)
-    monkeypatch.setattr(report, "UPLOT_JS", tmp_path / "not-built.js")
+    monkeypatch.setattr(assets, "UPLOT_JS", tmp_path / "not-built.js")
     with pytest.warns(TunetrackWarning, match="not built in"):
         html = report.render([open_run(a, dir=root)])
     out = tmp_path / "r.html"

@@ -7,7 +7,6 @@ never run inline scripts (a Content-Security-Policy forbids them) and render use
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import mimetypes
 import os
@@ -15,7 +14,6 @@ import secrets
 import threading
 from collections import OrderedDict
 from html import escape
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Query, Request
@@ -23,24 +21,19 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import TypeAdapter
 
-from .._warnings import warn_once
 from ..config import MISSING, diff, text
 from ..errors import TunetrackError
 from ..metric_keys import LOSS_LIKE, loss_columns
 from ..reader import Catalog, Run, Series, numeric_values, present, run_json, thin
+from . import assets
 from .report import filename, render
 
-STATIC = Path(__file__).parent / "static"
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 )
 COOKIE = "tunetrack_token"
-#: uPlot, the charting library, as the build put it into the package (hatch_build.py): ext -> (file, type)
-UPLOT = {
-    "js": (STATIC / "vendor" / "uPlot.iife.min.js", "application/javascript"),
-    "css": (STATIC / "vendor" / "uPlot.min.css", "text/css"),
-}
+UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
 
 
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
@@ -294,26 +287,21 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
             raise HTTPException(404, "no such media file in this run")
         return Response(data, media_type=mimetypes.guess_type(path)[0] or "application/octet-stream")
 
-    uplot_tag = _uplot_tag()
-    if uplot_tag is None:
-        warn_once(
-            "ui:no-uplot",
-            "the charting library was not built in: rebuild with npm available (the "
-            "dashboard shows no charts)",
-        )
+    uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
 
     @app.get("/static/vendor/uplot-{tag}.min.{ext}", include_in_schema=False)
     def uplot(tag: str, ext: str) -> FileResponse:
         """uPlot under URLs that name its content: the browser keeps it without asking again (no round
         trip before a chart page can draw), and a new build gets new URLs."""
-        if tag != uplot_tag or ext not in UPLOT:
+        if tag != uplot_tag or ext not in UPLOT_TYPES:
             raise HTTPException(404, "not this server's uPlot")
-        path, media_type = UPLOT[ext]
         return FileResponse(
-            path, media_type=media_type, headers={"Cache-Control": "public, max-age=31536000, immutable"}
+            assets.UPLOT_JS if ext == "js" else assets.UPLOT_CSS,
+            media_type=UPLOT_TYPES[ext],
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
         )
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount("/static", StaticFiles(directory=assets.STATIC), name="static")
 
     # Without uPlot (built without npm) the chart pages load none: their scripts then say so where
     # the charts would be, and show everything else.
@@ -322,22 +310,11 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
         "<!--uplot.js-->": f'<script defer src="/static/vendor/uplot-{uplot_tag}.min.js"></script>',
     }
     for page, name in (("/", "index.html"), ("/run/{run_id}", "run.html"), ("/compare", "compare.html")):
-        html = (STATIC / name).read_text()
+        html = (assets.STATIC / name).read_text()
         for placeholder, link in links.items():
             html = html.replace(placeholder, link if uplot_tag is not None else "")
         app.add_api_route(page, _page(html), include_in_schema=False)
     return app
-
-
-def _uplot_tag() -> str | None:
-    """A digest of uPlot's files where the build put them into the package (``hatch_build.py``), or
-    None if it could not (no npm at build time)."""
-    if not all(path.is_file() for path, _ in UPLOT.values()):
-        return None
-    digest = hashlib.sha256()
-    for path, _ in UPLOT.values():
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def _page(html: str) -> Any:

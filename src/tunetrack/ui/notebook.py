@@ -22,8 +22,9 @@ from typing import Any
 from .. import metric_keys, states
 from ..errors import RunNotFound
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
+from . import assets
+from .assets import STATIC
 
-STATIC = Path(__file__).parent / "static"
 #: the widest a panel's chart is drawn (points per series are bounded by four per pixel)
 WIDTH = 600
 #: charts shown when no keys are given: loss-like keys first, then the others in logging order
@@ -33,15 +34,10 @@ MAX_CHARTS = 12
 def _front_end() -> tuple[str, str]:
     """The widget's ES module and CSS. uPlot is the build-time vendored copy the dashboard uses; a
     build without it shows the state and a note where the charts would be."""
-    vendor = STATIC / "vendor"
-    js = vendor / "uPlot.iife.min.js"
-    esm = (STATIC / "panel.js").read_text()
-    if not js.exists():
-        return esm, (STATIC / "panel.css").read_text()
-    return (
-        js.read_text() + "\n" + esm,
-        (vendor / "uPlot.min.css").read_text() + "\n" + (STATIC / "panel.css").read_text(),
-    )
+    esm, css = (STATIC / "panel.js").read_text(), (STATIC / "panel.css").read_text()
+    if not assets.has_uplot():
+        return esm, css
+    return assets.text(assets.UPLOT_JS) + "\n" + esm, assets.text(assets.UPLOT_CSS) + "\n" + css
 
 
 def _widget_base() -> Any:

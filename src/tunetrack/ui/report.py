@@ -21,18 +21,13 @@ import string
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from .._warnings import warn_once
 from ..config import MISSING, diff
 from ..reader import Run, Series, chart_points, numeric_values, present, provenance, run_json
+from . import assets
+from .assets import STATIC
 
-STATIC = Path(__file__).parent / "static"
-#: uPlot as the build put it into the package (hatch_build.py), with its licence
-UPLOT_JS = STATIC / "vendor" / "uPlot.iife.min.js"
-UPLOT_CSS = STATIC / "vendor" / "uPlot.min.css"
-UPLOT_LICENSE = STATIC / "vendor" / "uPlot.LICENSE"
 #: M4 buckets per line: about two per pixel of a wide chart, so a drag-zoom shows detail too, while a
 #: line of any length embeds at most 4 * WIDTH points (a 1,000,000-point metric: a few hundred kB)
 WIDTH = 2000
@@ -52,24 +47,29 @@ def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) ->
     """The report of ``runs`` as one HTML document; ``on_chart()`` is called after each chart's data
     is read and downsampled (the slow part)."""
     data = report_data(runs, on_chart)
-    scripts = [_text(UPLOT_JS), _text(STATIC / "common.js"), _text(STATIC / "report.js")]
-    if not scripts[0]:
-        warn_once(
-            "report:no-uplot",
-            "the charting library was not built in: rebuild with npm available (the report shows no charts)",
-        )
+    built = assets.uplot_built("report", "the report shows no charts")
+    scripts = [
+        assets.text(assets.UPLOT_JS) if built else "",
+        assets.text(STATIC / "common.js"),
+        assets.text(STATIC / "report.js"),
+    ]
     scripts = [_inline(s, "script") for s in scripts if s]
     # Only these scripts may run (an injected one, had escaping failed, would not), and nothing loads.
     hashes = " ".join(
         f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
     )
-    return string.Template(_text(STATIC / "report.html")).substitute(
+    return string.Template(assets.text(STATIC / "report.html")).substitute(
         csp=f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:",
-        style=_inline(_text(UPLOT_CSS) + _text(STATIC / "app.css") + _text(STATIC / "report.css"), "style"),
+        style=_inline(
+            assets.text(assets.UPLOT_CSS)
+            + assets.text(STATIC / "app.css")
+            + assets.text(STATIC / "report.css"),
+            "style",
+        ),
         data=json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(
             _JSON_ESCAPES
         ),
-        license=html.escape(_text(UPLOT_LICENSE) or "(not built in)", quote=False),
+        license=html.escape(assets.text(assets.UPLOT_LICENSE) or "(not built in)", quote=False),
         scripts="\n".join(f"<script>{s}</script>" for s in scripts),
     )
 
@@ -162,10 +162,6 @@ def _plain(value: Any) -> Any:
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
         return _plain(value.item())
     return str(value)
-
-
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def _inline(text: str, tag: str) -> str:

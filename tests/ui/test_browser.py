@@ -413,7 +413,7 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
     page.wait_for_selector("#summary tbody tr")
     facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#facts dd")}
     assert facts["hosts"] == socket.gethostname()
-    assert facts["git"].split(" · ") == [git("rev-parse", "HEAD")[:12], "trunk", "dirty"]
+    assert facts["git"] == f"{git('rev-parse', 'HEAD')[:12]} (trunk, dirty)"  # as `tunetrack show` says it
     assert facts["command"] == f"train.py '{XSS}' {root}"
     assert re.search(r"\bpython 3\.\d+", facts["versions"]) and re.search(r"\bnumpy \d", facts["versions"])
     assert re.fullmatch(r"\d+m\d\ds", facts["duration"]) and facts["ended"] != "—"

@@ -23,8 +23,18 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ..config import MISSING, diff
-from ..reader import Run, Series, chart_points, numeric_values, present, provenance, run_json
+from ..reader import (
+    Run,
+    Series,
+    chart_points,
+    differing,
+    numeric_values,
+    present,
+    provenance,
+    run_json,
+    run_text,
+)
+from ..reader.as_text import config_text, event_rows
 from . import assets
 from .assets import STATIC
 
@@ -107,25 +117,38 @@ def report_data(runs: Sequence[Run], on_chart: Callable[[], object] | None = Non
         "runs": [_overview(r) for r in runs],
         "charts": [c for c in charts if c["lines"]],
         "diff": [
-            {"key": key, "values": [None if v is MISSING else str(v) for v in values]}
-            for key, values in (diff(flats) if len(runs) > 1 else [])
+            {"key": key, "values": values} for key, values in (differing(flats) if len(runs) > 1 else [])
         ],
+        "events": _events(runs),
     }
 
 
 def _overview(run: Run) -> dict[str, Any]:
     """The run as ``tunetrack show`` prints it: identity, state, times, where and how it ran, its
-    error, each metric's summary, its config (flat, values as text) and its events."""
+    error, each metric's summary, its config (flat, values as text) and its events; ``overview``
+    holds what the page prints of them, worded as ``tunetrack show`` words them (``run_text``)."""
     return _plain(
         {
             **run_json(run),
             "provenance": provenance(run),
             "error": run.error,
             "summary": run.summary(),
-            "config": {k: str(v) for k, v in run.flat_config.items()},
+            "config": {k: config_text(v) for k, v in run.flat_config.items()},
             "events": run.events(),
+            "overview": run_text(run),
         }
     )
+
+
+def _events(runs: Sequence[Run]) -> list[dict[str, str]]:
+    """Every run's events as text (``event_rows``), in time order, each with its run's ``name (id)``."""
+    timed = []
+    for r in runs:
+        events = r.events()
+        timed += [
+            (e["time"], {"run": f"{r.name} ({r.id})", **row}) for e, row in zip(events, event_rows(events))
+        ]
+    return [row for _, row in sorted(timed, key=lambda pair: pair[0])]
 
 
 def _training_keys(runs: Sequence[Run]) -> list[str]:

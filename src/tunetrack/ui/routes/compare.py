@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
-from ... import config
+from ...reader import differing
 from ..report import filename, render
 from .deps import CatalogDep, open_or_404
 
@@ -21,14 +21,14 @@ def compare(id: Annotated[list[str], Query()], catalog: CatalogDep) -> dict[str,
     flats = [r.flat_config for r in rs]
     return {
         "runs": [{"id": r.id, "name": r.name, "state": r.state, "keys": r.keys()} for r in rs],
-        "rows": [{"key": k, "values": values} for k, values in _differing(flats)],
+        "rows": [{"key": k, "values": values} for k, values in differing(flats)],
     }
 
 
 @router.get("/api/diff", summary="Config keys that differ between two runs")
 def diff(a: str, b: str, catalog: CatalogDep) -> dict[str, Any]:
     ra, rb = open_or_404(catalog, a), open_or_404(catalog, b)
-    rows = [{"key": k, "a": va, "b": vb} for k, (va, vb) in _differing([ra.flat_config, rb.flat_config])]
+    rows = [{"key": k, "a": va, "b": vb} for k, (va, vb) in differing([ra.flat_config, rb.flat_config])]
     return {"a": ra.id, "b": rb.id, "rows": rows}
 
 
@@ -36,15 +36,3 @@ def diff(a: str, b: str, catalog: CatalogDep) -> dict[str, Any]:
 def report(run: Annotated[list[str], Query()], catalog: CatalogDep) -> HTMLResponse:
     rs = [open_or_404(catalog, i) for i in run]
     return HTMLResponse(render(rs), headers={"Content-Disposition": f'attachment; filename="{filename(rs)}"'})
-
-
-def _differing(flats: list[dict[str, Any]]) -> list[tuple[str, list[str | None]]]:
-    """(key, each run's value as text, None where absent) for every flat config key whose values differ
-    (``config.diff``: the comparison ``tunetrack diff`` makes). Where the printed values would hide a
-    difference (``0.0003`` against ``0.00030000000000000003``), the row shows them exact."""
-    out = []
-    for key, values in config.diff(flats):
-        given = [v for v in values if v is not config.MISSING]
-        show = config.text if len(set(map(config.text, given))) == len(set(map(repr, given))) else str
-        out.append((key, [None if v is config.MISSING else show(v) for v in values]))
-    return out

@@ -11,10 +11,10 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from ...config import text
 from ...errors import TunetrackError
 from ...metric_keys import LOSS_LIKE, loss_columns
-from ...reader import Catalog, Run, Series, numeric_values, present, run_json, thin
+from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
+from ...reader.as_text import config_text
 from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
@@ -91,11 +91,15 @@ def keys(catalog: CatalogDep) -> dict[str, list[str]]:
 
 @router.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
 def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
+    """The run as ``run_json`` gives it, with its metric and system keys, its nodes, and what the page
+    prints: ``overview`` (``run_text``: facts, summary and events worded as ``tunetrack show`` words
+    them) and ``flat_config`` (each value's text)."""
     r = open_or_404(catalog, run_id)
     return {
         **run_json(r, detail=True),
         "summary": r.summary(),
-        "flat_config": {k: text(v) for k, v in r.flat_config.items()},  # as the page prints them
+        "overview": run_text(r),
+        "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},
         "keys": r.keys(),
         "system_keys": r.system_keys(),
         "nodes": r.nodes,

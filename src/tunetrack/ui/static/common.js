@@ -171,3 +171,22 @@ function duration(run) {
   return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
 }
 function stateBadge(state) { return el("span", state, `state state-${state}`); }
+// A run's overview as the server words it (reader/as_text.py): [label, text] rows into a <dl>, each
+// <dd> marked with its label (data-fact).
+function showFacts(list, facts) {
+  list.replaceChildren();
+  for (const [label, text] of facts) {
+    const dd = el("dd");
+    dd.dataset.fact = label;
+    dd.append(label === "state" ? stateBadge(text) : text);
+    list.append(el("dt", label), dd);
+  }
+}
+// A run's summary as the server words it: [key, last, min, max, at step, points] rows.
+function summaryRows(summary) {
+  return summary.map(cells => {
+    const tr = row(cells);
+    tr.dataset.key = cells[0];
+    return tr;
+  });
+}

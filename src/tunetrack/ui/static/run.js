@@ -103,15 +103,9 @@ function addCharts(meta) {
   }
   return added;
 }
-function renderEvents() {
-  const body = document.querySelector("#events tbody");
-  body.replaceChildren();
-  for (const e of run.events) {
-    if (e.kind === "text") continue;
-    const details = Object.entries(e).filter(([k]) => !["kind", "step", "time"].includes(k))
-      .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ");
-    body.appendChild(row([e.step, e.kind, details]));
-  }
+function renderEvents() {  // text samples show with the images, below
+  const rows = run.overview.events.filter(e => e.kind !== "text");
+  document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
 }
 function renderMedia() {
   const box = document.getElementById("media");
@@ -128,53 +122,15 @@ function renderMedia() {
     }
   }
 }
-// Run.counters(): what was logged but not kept (zero counts are left out)
-const NOT_KEPT = {
-  dropped_rows: "rows dropped (the writer could not keep up)",
-  dropped_values: "values dropped (of a type the store does not keep)",
-  lost_rows: "rows lost (the store could not write them)",
-  late_rows: "rows logged after finish()",
-};
-function notKept() {
-  const parts = Object.entries(run.counters).map(([name, n]) => (name.startsWith("backend_missed/")
-    ? `${n} rows not sent to ${name.slice("backend_missed/".length)}` : `${n} ${NOT_KEPT[name] || name}`));
-  if (parts.length) return parts.join("; ");
-  return run.state === "running" ? "nothing so far (counted as the run ends)" : "nothing: every row logged was stored";
-}
-// What `tunetrack show` prints above its tables: where, when and how the run ran, and its last values.
+// The overview as the server words it (`tunetrack show`'s words), marked where it needs a second look.
 function renderOverview() {
-  const about = run.provenance, git = about.git;
-  const versions = Object.entries({ python: about.python, ...about.versions }).filter(([, v]) => v);
-  const facts = {
-    project: run.project ?? "—", started: fmtTime(run.created), ended: fmtTime(run.ended), duration: duration(run),
-    hosts: run.hosts.join(", ") || "—", processes: about.processes, user: about.user ?? "—",
-    tags: run.tags.join(", ") || "—",
-    git: git ? [git.commit ? git.commit.slice(0, 12) : "no commit yet", git.branch, git.dirty ? "dirty" : "clean"]
-      .filter(Boolean).join(" · ") : "—",
-    command: about.command ?? "—",
-    versions: versions.map(([name, v]) => `${name} ${v}`).join(", ") || "—",
-    "not kept": notKept(),
-    ...(about.imported ? { imported: about.imported } : {}),
-  };
   const list = document.getElementById("facts");
-  list.replaceChildren();
-  // notes (`tunetrack note`), oldest first, each with who wrote it and when
-  const notes = run.notes.map((n) => ["note", `${n.text} (${n.by || "?"}, ${fmtTime(n.time)})`]);
-  for (const [label, value] of [...Object.entries(facts), ...notes]) {
-    const dd = el("dd", value);
-    dd.dataset.fact = label;
-    list.append(el("dt", label), dd);
-  }
-  const gitFact = list.querySelector("[data-fact='git']");
+  showFacts(list, run.overview.facts);
+  const git = run.provenance.git, gitFact = list.querySelector("[data-fact='git']");
   if (git) gitFact.title = [git.commit, git.remote].filter(Boolean).join("\n");
   gitFact.classList.toggle("warn", Boolean(git?.dirty));  // the code that ran is not the commit
   list.querySelector("[data-fact='not kept']").classList.toggle("warn", Object.keys(run.counters).length > 0);
-  const body = document.querySelector("#summary tbody");
-  body.replaceChildren(...Object.entries(run.summary).map(([key, s]) => {
-    const tr = row([key, fmtNum(s.last), fmtNum(s.min), fmtNum(s.max), s.step ?? "—", s.count]);
-    tr.dataset.key = key;
-    return tr;
-  }));
+  document.querySelector("#summary tbody").replaceChildren(...summaryRows(run.overview.summary));
 }
 // The config as it was logged, nested: each section folds open and shut. A search keeps the entries
 // whose dotted path or value contains it, and the sections that lead to them.

@@ -9,6 +9,7 @@ where uPlot lies and says, once, that it is missing.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from .._warnings import warn_once
@@ -19,6 +20,11 @@ UPLOT_JS = STATIC / "vendor" / "uPlot.iife.min.js"
 UPLOT_CSS = STATIC / "vendor" / "uPlot.min.css"
 UPLOT_LICENSE = STATIC / "vendor" / "uPlot.LICENSE"
 NOT_BUILT = "the charting library was not built in: rebuild with npm available"
+#: a page script's import of the shared module (one line, the form the page scripts use)
+_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./common\.js";\n', re.MULTILINE)
+#: an ``export`` of common.js, and the name it exports
+_EXPORT = re.compile(r"^export (?=(?:async )?(?:function|const|let|class)\b)", re.MULTILINE)
+_EXPORTED = re.compile(r"^export (?:async )?(?:function\*?|const|let|class) (\w+)", re.MULTILINE)
 
 
 def text(path: Path) -> str:
@@ -47,3 +53,19 @@ def uplot_tag() -> str:
     for path in (UPLOT_JS, UPLOT_CSS):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def inlined(name: str) -> str:
+    """``static/<name>``, an ES module, with the shared module it imports (``common.js``) put in its
+    place: for where a script cannot import another file (the report, one self-contained file; the
+    notebook panel, one ES module). common.js runs in a function of its own that returns what it
+    exports, so its private names cannot clash with the page script's."""
+    source = text(STATIC / name)
+    found = _IMPORT.search(source)
+    if found is None:
+        return source
+    common = text(STATIC / "common.js")
+    body = _EXPORT.sub("", common)
+    exported = ", ".join(_EXPORTED.findall(common))
+    shared = f"const {{{found[1]}}} = (() => {{\n{body}\nreturn {{ {exported} }};\n}})();\n"
+    return source[: found.start()] + shared + source[found.end() :]

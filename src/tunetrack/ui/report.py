@@ -58,15 +58,16 @@ def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) ->
     is read and downsampled (the slow part)."""
     data = report_data(runs, on_chart)
     built = assets.uplot_built("report", "the report shows no charts")
+    # uPlot (a classic script: its global is there when the page's module runs), then the page's
+    # module with the shared one inlined (a file cannot import another)
     scripts = [
-        assets.text(assets.UPLOT_JS) if built else "",
-        assets.text(STATIC / "common.js"),
-        assets.text(STATIC / "report.js"),
+        ("<script>", assets.text(assets.UPLOT_JS) if built else ""),
+        ('<script type="module">', assets.inlined("report.js")),
     ]
-    scripts = [_inline(s, "script") for s in scripts if s]
+    scripts = [(tag, _inline(s, "script")) for tag, s in scripts if s]
     # Only these scripts may run (an injected one, had escaping failed, would not), and nothing loads.
     hashes = " ".join(
-        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for _, s in scripts
     )
     return string.Template(assets.text(STATIC / "report.html")).substitute(
         csp=f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:",
@@ -80,7 +81,7 @@ def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) ->
             _JSON_ESCAPES
         ),
         license=html.escape(assets.text(assets.UPLOT_LICENSE) or "(not built in)", quote=False),
-        scripts="\n".join(f"<script>{s}</script>" for s in scripts),
+        scripts="\n".join(f"{tag}{s}</script>" for tag, s in scripts),
     )
 
 

@@ -1,8 +1,9 @@
-"use strict";
+import { align, breathe, chartsReady, el, fmtTime, lineChart, markDrawn, row, showFacts, summaryRows } from "./common.js";
+
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
-// block in the same file, and every string of it goes in as text (el, row). common.js, inlined before
-// this, draws the charts: the same charts as the dashboard's, from points thinned when the report was
-// made (M4: every spike kept), so a drag zooms into what the file holds.
+// block in the same file, and every string of it goes in as text (el, row). common.js (inlined into
+// this script by ui/assets.py) draws the charts: the same charts as the dashboard's, from points
+// thinned when the report was made (M4: every spike kept), so a drag zooms into what the file holds.
 const REPORT = JSON.parse(document.getElementById("report-data").textContent);
 const several = REPORT.runs.length > 1;
 
@@ -65,7 +66,7 @@ function config() {
 // One chart per metric, each run's line overlaid (aligned on the union of their x: a run without a
 // point at an x is spanned there, a null it holds is a gap).
 async function charts() {
-  try { await chartsReady; } catch (e) {
+  try { await chartsReady(); } catch (e) {
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
@@ -74,8 +75,8 @@ async function charts() {
     if (chart.group === "system") show("system-section");
     const div = grid.appendChild(el("div", null, "chart"));
     div.dataset.key = chart.key;
-    const data = uPlot.join(chart.lines.map(l => [l.x, l.y]));
-    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label), onZoom: () => {} });
+    const data = align(chart.lines.map(l => [l.x, l.y]));
+    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label) });
     div.dataset.traces = String(chart.lines.length);
     div.dataset.points = String(chart.lines.reduce((n, l) => n + l.x.length, 0));
     markDrawn(div);

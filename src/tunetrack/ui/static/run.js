@@ -1,4 +1,8 @@
-"use strict";
+import { api, breathe, bucketWidth, chartsReady, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows } from "./common.js";
+
+// Asked before the page has loaded (see chartsReady); awaited once the run is shown.
+const chartsLoading = chartsReady();
+chartsLoading.catch(() => {});  // reported where the charts would be
 const runId = decodeURIComponent(location.pathname.split("/").pop());
 const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape}
 let run = null;
@@ -187,7 +191,7 @@ async function start() {
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
   renderOverview(); renderEvents(); renderMedia(); renderConfig();
-  try { await chartsReady; } catch (e) {  // shows all but the charts, and does not follow the run
+  try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }

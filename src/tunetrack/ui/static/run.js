@@ -111,6 +111,10 @@ function renderEvents() {  // text samples show with the images, below
   const rows = run.overview.events.filter(e => e.kind !== "text");
   document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
 }
+// A section the run has nothing for is left out, heading and all.
+function showSystem() {
+  document.getElementById("system-section").hidden = !(run.nodes.length && run.system_keys.length);
+}
 function renderMedia() {
   const box = document.getElementById("media");
   box.replaceChildren();
@@ -125,6 +129,7 @@ function renderMedia() {
       box.appendChild(img);
     }
   }
+  document.getElementById("media-section").hidden = !box.children.length;
 }
 // The overview as the server words it (`tunetrack show`'s words), marked where it needs a second look.
 function renderOverview() {
@@ -190,7 +195,7 @@ async function start() {
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
-  renderOverview(); renderEvents(); renderMedia(); renderConfig();
+  renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
   try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
@@ -218,7 +223,7 @@ async function refresh() {
     const added = addCharts(fresh);
     run = fresh;
     showState();
-    renderOverview(); renderEvents();
+    renderOverview(); renderEvents(); showSystem();
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },

@@ -78,7 +78,8 @@ def test_two_runs_overlaid_and_every_string_escaped(root, tmp_path):
     ]
     # No user string reaches the HTML as markup: the only script ends are the file's own.
     assert XSS not in html and "\u2028" not in html and "\u2029" not in html
-    assert html.count("</script>") == html.count("<script") == 3  # the data, uPlot, report.js (common.js inlined)
+    # the data, uPlot, and report.js with common.js inlined
+    assert html.count("</script>") == html.count("<script") == 3
     assert html.count("<!--") == 0
 
 

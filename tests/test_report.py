@@ -20,7 +20,8 @@ from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_u
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
-from tunetrack.ui.report import UPLOT_JS, UPLOT_LICENSE, WIDTH
+from tunetrack.ui.assets import UPLOT_JS, UPLOT_LICENSE
+from tunetrack.ui.report import WIDTH
 
 
 def report(*args: object):
@@ -77,7 +78,8 @@ def test_two_runs_overlaid_and_every_string_escaped(root, tmp_path):
     ]
     # No user string reaches the HTML as markup: the only script ends are the file's own.
     assert XSS not in html and "\u2028" not in html and "\u2029" not in html
-    assert html.count("</script>") == html.count("<script") == 4  # the data, uPlot, common.js, report.js
+    # the data, uPlot, and report.js with common.js inlined
+    assert html.count("</script>") == html.count("<script") == 3
     assert html.count("<!--") == 0
 
 

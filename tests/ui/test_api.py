@@ -369,11 +369,10 @@ def test_scripts_are_revalidated_and_uplot_is_cached_under_its_version(root, spi
 def test_without_uplot_the_pages_link_none_and_still_load(root, spiky, monkeypatch, tmp_path):
     """A build without npm: the server starts, and its pages link no charting library (their scripts
     then say that it was not built in)."""
-    from tunetrack.ui import app
+    from tunetrack.ui import assets
 
-    monkeypatch.setattr(
-        app, "UPLOT", {ext: (tmp_path / path.name, kind) for ext, (path, kind) in app.UPLOT.items()}
-    )
+    for name in ("UPLOT_JS", "UPLOT_CSS"):
+        monkeypatch.setattr(assets, name, tmp_path / getattr(assets, name).name)
     monkeypatch.setattr("tunetrack._warnings._seen", set())
     with pytest.warns(TunetrackWarning, match="not built in: rebuild with npm available"), client(root) as c:
         for path in ("/", f"/run/{spiky}", f"/compare?ids={spiky}"):
@@ -407,3 +406,36 @@ def test_edits_show_in_the_runs_table_and_the_run_at_once(root):
         assert [n["text"] for n in run["notes"]] == ["the one to ship"]
         assert len(run["meta"]["edits"]) == 3
         assert c.get("/api/runs/draft").status_code == 404
+
+
+def test_the_run_is_worded_as_tunetrack_show_words_it(root):
+    """What the run page prints (its overview, summary, events and config values) comes from the
+    server in the words of ``tunetrack show`` (reader/as_text.py), so the two cannot drift apart."""
+    from click.testing import CliRunner
+
+    from tunetrack.cli import cli
+    from tunetrack.reader import note_run
+
+    t = Tracker(dir=root, name="worded", system=False, config={"lr": 0.1 * 3e-3}).start()
+    t.log({"loss": 0.5}, step=1)
+    t.event("health", step=1, key="loss", value=math.nan)
+    t.finish()
+    note_run(t.id, "the one to ship", dir=root)
+    shown = CliRunner().invoke(cli, ["show", t.id, "--dir", str(root)], catch_exceptions=False).output
+    lines = [" ".join(line.split()) for line in shown.splitlines()]
+    with client(root) as c:
+        run = c.get(f"/api/runs/{t.id}").json()
+    facts = run["overview"]["facts"]
+    assert [label for label, _ in facts][:3] == ["run", "project", "state"]
+    for label, text in facts:
+        if label not in ("note", "command"):  # notes: a table of their own; a command: cut to a line
+            assert f"{label} {text}" in lines, label
+    assert dict(facts)["not kept"] == "nothing: every row logged was stored"
+    ((_, note),) = [row for row in facts if row[0] == "note"]
+    assert note.startswith("the one to ship (") and "the one to ship" in shown
+    assert run["overview"]["summary"] == [["loss", "0.5", "0.5", "0.5", "1", "1"]]
+    assert "loss │ 0.5 │ 0.5 │ 0.5 │ 1 │ 1" in lines
+    (event,) = run["overview"]["events"]
+    assert (event["kind"], event["details"]) == ("health", "key=loss, value=nan")
+    assert any(line.startswith("1 │ health │") and line.endswith("key=loss, value=nan") for line in lines)
+    assert run["flat_config"] == {"lr": "0.0003"} and "lr │ 0.0003" in lines

@@ -413,7 +413,7 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
     page.wait_for_selector("#summary tbody tr")
     facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#facts dd")}
     assert facts["hosts"] == socket.gethostname()
-    assert facts["git"].split(" · ") == [git("rev-parse", "HEAD")[:12], "trunk", "dirty"]
+    assert facts["git"] == f"{git('rev-parse', 'HEAD')[:12]} (trunk, dirty)"  # as `tunetrack show` says it
     assert facts["command"] == f"train.py '{XSS}' {root}"
     assert re.search(r"\bpython 3\.\d+", facts["versions"]) and re.search(r"\bnumpy \d", facts["versions"])
     assert re.fullmatch(r"\d+m\d\ds", facts["duration"]) and facts["ended"] != "—"
@@ -431,3 +431,111 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
     assert XSS in page.inner_text("#title") and page.query_selector("img[src='x']") is None
     page.screenshot(path=str(ARTIFACTS / "overview.png"))
     assert page.dialogs == []
+
+
+# -- seen with 30 runs of 5,000 steps -----------------------------------------------------------
+def test_compare_names_every_run_in_each_chart_legend(root, server_factory, page):
+    """Six runs with sweep-like names: each chart's legend shows every one of them (it was cut to
+    three lines, three runs named)."""
+    ids = []
+    for i in range(6):
+        t = Tracker(dir=root, name=f"sweep-lr{i}e-4-warmup-cosine-seed{i}", system=False).start()
+        for step in range(1, 5_001):
+            t.log({"loss": (i + 1) / step}, step=step)
+        t.finish()
+        ids.append(t.id)
+    server = server_factory(root)
+    page.goto(f"{server.base}/compare?ids={','.join(ids)}")
+    chart = page.wait_for_selector("#charts .chart[data-traces='6']")
+    legend = chart.query_selector(".u-legend").bounding_box()
+    box = chart.bounding_box()
+    entries = chart.query_selector_all(".u-legend .u-series")[1:]  # the first: the x axis
+    assert [e.inner_text().split(" (")[0].strip() for e in entries] == [
+        f"sweep-lr{i}e-4-warmup-cosine-seed{i}" for i in range(6)
+    ]
+    for entry in entries:  # each within what the legend and its chart show
+        b = entry.bounding_box()
+        assert b["y"] + b["height"] <= min(legend["y"] + legend["height"], box["y"] + box["height"]) + 1
+    page.screenshot(path=str(ARTIFACTS / "compare-six.png"), full_page=True)
+
+
+class Gpu:
+    """A system metrics source of one GPU's utilization."""
+
+    name = "gpu"
+
+    def __init__(self):
+        self.calls = 0
+
+    def sample(self):
+        self.calls += 1
+        return {"gpu.0.util": 50.0 + self.calls}
+
+    def close(self): ...
+
+
+def _visible_headings(page) -> list[str]:
+    return [h.inner_text() for h in page.query_selector_all("main h2") if h.is_visible()]
+
+
+def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_factory, page):
+    """No system metrics, no text samples or images: no "system" and no "text samples and images"
+    heading over nothing. A run that has them shows both."""
+    bare = Tracker(dir=root, name="bare", system=False).start()
+    bare.log({"loss": 1.0}, step=1)
+    bare.finish()
+    gpu = Gpu()
+    full = Tracker(dir=root, name="full", system=True, system_interval=0.05, system_sources=[gpu]).start()
+    full.log({"loss": 1.0}, step=1)
+    full.log_text("samples", "a generation", step=1)
+    wait_until(lambda: gpu.calls >= 3)
+    full.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{bare.id}")
+    page.wait_for_selector("#charts .chart[data-drawn]")
+    assert _visible_headings(page) == ["training", "events", "config"]
+    page.goto(f"{server.base}/run/{full.id}")
+    page.wait_for_selector("#system .chart[data-drawn]")
+    assert _visible_headings(page) == ["training", "system", "events", "text samples and images", "config"]
+    assert "a generation" in page.inner_text("#media")
+
+
+def test_an_event_reads_the_same_on_the_run_page_and_in_its_report(root, server_factory, page, tmp_path):
+    """A health event's NaN value read ``value=null`` on the page and ``value=nan`` in the report:
+    both now print the server's one text (``tunetrack show``'s)."""
+    t = Tracker(dir=root, name="nan", system=False).start()
+    t.log({"loss": 1.0}, step=1)
+    t.event("health", step=1, key="loss", value=math.nan, problem="loss_nonfinite")
+    t.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{t.id}")
+    page.wait_for_selector("#events tbody tr")
+    on_page = page.inner_text("#events tbody tr").split("\t")
+    assert on_page == ["1", "health", "key=loss, value=nan, problem=loss_nonfinite"]
+    report = tmp_path / "report.html"
+    report.write_text(httpx.get(f"{server.base}/api/report", params={"run": t.id}).text)
+    page.goto(report.as_uri())
+    page.wait_for_selector("#events tbody tr")
+    assert page.inner_text("#events tbody tr").split("\t")[-1] == on_page[-1]
+
+
+def test_every_page_has_an_icon_and_no_request_fails(root, server_factory, page):
+    """Each page links the dashboard's icon: the browser asks for no /favicon.ico (a 404 logged as an
+    error on every page)."""
+    a, b, _ = _seed(root)
+    server = server_factory(root)
+    failed, icons = [], []
+    page.on("response", lambda r: failed.append((r.status, r.url)) if r.status >= 400 else None)
+    page.on("console", lambda m: failed.append((m.text, m.location["url"])) if m.type == "error" else None)
+    page.on(
+        "request", lambda r: icons.append(r.url) if r.resource_type != "fetch" and "icon" in r.url else None
+    )
+    for path in ("/", f"/run/{a}", f"/compare?ids={a},{b}"):
+        icons.clear()
+        page.goto(server.base + path)
+        page.wait_for_load_state("load")
+        # The browser asks for the page's icon once it has loaded (a call into it lets its events through).
+        wait_until(lambda: page.title() and (icons or failed), timeout=20)
+        assert failed == [] and icons == [f"{server.base}/static/favicon.svg"], path
+    icon = httpx.get(f"{server.base}/static/favicon.svg")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")

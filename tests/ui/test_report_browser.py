@@ -16,7 +16,7 @@ from helpers import XSS, embedded, seed_two_runs, wait_until
 from tunetrack import TunetrackWarning
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
-from tunetrack.ui import report
+from tunetrack.ui import assets, report
 from tunetrack.ui.app import create_app
 
 
@@ -91,7 +91,7 @@ def test_the_file_draws_its_charts_offline_and_shows_names_as_text(browser, writ
 def test_without_uplot_the_report_says_so_and_shows_the_rest(root, tmp_path, browser, monkeypatch):
     """A build made without npm has no uPlot (hatch_build.py): no charts, and the page says why."""
     a, _ = seed_two_runs(root)
-    monkeypatch.setattr(report, "UPLOT_JS", tmp_path / "not-built.js")
+    monkeypatch.setattr(assets, "UPLOT_JS", tmp_path / "not-built.js")
     with pytest.warns(TunetrackWarning, match="not built in"):
         html = report.render([open_run(a, dir=root)])
     out = tmp_path / "r.html"
@@ -138,3 +138,46 @@ def test_the_run_and_compare_pages_link_to_their_report(root, written, server_fa
         assert re.fullmatch(f"/api/report\\?run={a}&run={x}", href), href
     finally:
         context.close()
+
+
+class Gone:
+    """A backend whose tracking server went away: every row it is given is missed."""
+
+    def start(self, run): ...
+    def log_config(self, config): ...
+    def log(self, rows):
+        raise ConnectionError("tracking server went away")
+
+    def finish(self, state): ...
+
+
+def test_the_report_shows_notes_and_what_was_not_kept(root, tmp_path, browser):
+    """The report words a run as ``tunetrack show`` and the run page do: its notes and the rows it
+    could not keep are in its overview too (notes as text)."""
+    from tunetrack import Tracker
+    from tunetrack.reader import note_run
+
+    t = Tracker(dir=root, name="noted", system=False, backends=[Gone()]).start()
+    for step in range(1, 11):
+        t.log({"loss": 1.0 / step}, step=step)
+    with pytest.warns(TunetrackWarning):
+        t.finish()
+    note_run(t.id, "diverged after the warm-up", dir=root)
+    note_run(t.id, XSS, dir=root)
+    run = open_run(t.id, dir=root)
+    out = tmp_path / "r.html"
+    out.write_text(report.render([run]))
+    page = browser.new_page()
+    try:
+        page.goto(out.as_uri())
+        page.wait_for_selector("#runs dd[data-fact='note']")
+        facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#runs dd")}
+        assert facts["not kept"] == f"{run.counters()['backend_missed/Gone']} rows not sent to Gone"
+        notes = [dd.inner_text() for dd in page.query_selector_all("#runs dd[data-fact='note']")]
+        assert [n.split(" (")[0] for n in notes] == [
+            "diverged after the warm-up",
+            XSS,
+        ]  # oldest first, as text
+        assert page.query_selector("img") is None
+    finally:
+        page.close()

@@ -7,7 +7,6 @@ rich markup). Everything here takes ``Run`` objects from the read API and never 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -17,7 +16,19 @@ from rich.text import Text
 
 from .. import metric_keys, states
 from ..config import MISSING
-from ..reader import Run, provenance
+from ..reader import Run
+from ..reader.as_text import (
+    config_text,
+    config_texts,
+    duration,
+    event_text,
+    facts,
+    notes,
+    number,
+    short,
+    summary_rows,
+    when,
+)
 from .plot import plot
 
 T = TypeVar("T")
@@ -36,34 +47,6 @@ def console() -> Console:
     """Wide enough for the tables when the output is a pipe or a file (rich would assume 80 columns)."""
     plain = Console(highlight=False)
     return plain if plain.is_terminal else Console(highlight=False, width=max(plain.width, 160))
-
-
-def when(ts: float | None) -> str:
-    """A unix time as local time, ``—`` when unknown."""
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "—"
-
-
-def duration(run: Run) -> str:
-    end = run.ended or (time.time() if run.state == states.RUNNING else None)
-    if end is None or not run.created:
-        return "—"
-    seconds = int(max(end - run.created, 0))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
-
-
-def short(value: Any, width: int = 60) -> str:
-    """``str(value)`` on one line, cut to ``width`` characters with an ellipsis."""
-    text = str(value)
-    if "\n" in text:
-        text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def number(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return "—" if value is None else short(value, 24)
 
 
 def state_text(state: str) -> Text:
@@ -135,42 +118,24 @@ def _section(title: str, *columns: str) -> Table:
 
 
 def head_table(run: Run) -> Table:
-    """Metadata: identity, state, times, hosts, git, command line, versions."""
-    about = provenance(run)
-    git = about["git"] or {}
-    flags = ", ".join(x for x in (git.get("branch"), "dirty" if git.get("dirty") else None) if x)
-    versions = {"python": about["python"], **about["versions"]}
+    """Metadata: identity, state, times, hosts, git, command line, versions, what was not kept."""
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    for label, value in [
-        ("run", Text(f"{run.name} ({run.id})")),
-        ("project", Text(run.project or "—")),
-        ("state", state_text(run.state)),
-        ("created", Text(when(run.created))),
-        ("ended", Text(when(run.ended))),
-        ("duration", Text(duration(run))),
-        ("hosts", Text(", ".join(run.hosts) or "—")),
-        ("processes", Text(str(about["processes"]))),
-        ("user", Text(str(about["user"] or "—"))),
-        ("tags", Text(", ".join(run.tags) or "—")),
-        ("git", Text(f"{str(git.get('commit', ''))[:12]}{f' ({flags})' if flags else ''}" if git else "—")),
-        ("command", Text(short(about["command"] or "—", 120))),
-        ("versions", Text(", ".join(f"{k} {v}" for k, v in versions.items() if v) or "—")),
-        ("path", Text(str(run.path))),
-    ]:
-        head.add_row(label, value)
-    if about["imported"]:
-        head.add_row("imported", Text(about["imported"]))
+    for label, value in facts(run):
+        if label == "command":
+            value = short(value, 120)  # one line, however long the command
+        head.add_row(label, state_text(value) if label == "state" else Text(value))
     return head
 
 
-def notes_table(notes: list[dict[str, Any]]) -> Table | None:
-    if not notes:
+def notes_table(run: Run) -> Table | None:
+    rows = notes(run)
+    if not rows:
         return None
     table = _section("notes", "time", "by", "note")
-    for note in notes:
-        table.add_row(when(note["time"]), Text(str(note.get("by") or "—")), Text(note["text"]))
+    for at, by, text in rows:
+        table.add_row(at, Text(by), Text(text))
     return table
 
 
@@ -180,7 +145,7 @@ def config_table(run: Run) -> Table | None:
         return None
     table = _section("config", "key", "value")
     for key, value in flat.items():
-        table.add_row(Text(key), Text(short(value)))
+        table.add_row(Text(key), Text(short(config_text(value))))
     return table
 
 
@@ -190,15 +155,8 @@ def summary_table(summary: dict[str, dict[str, Any]]) -> Table | None:
     table = _section("summary", "key")
     for col in ("last", "min", "max", "step", "count"):
         table.add_column(col, justify="right")
-    for key, s in summary.items():
-        table.add_row(
-            Text(key),
-            number(s["last"]),
-            number(s["min"]),
-            number(s["max"]),
-            number(s["step"]),
-            str(s["count"]),
-        )
+    for key, *cells in summary_rows(summary):
+        table.add_row(Text(key), *cells)
     return table
 
 
@@ -207,8 +165,7 @@ def events_table(events: list[dict[str, Any]]) -> Table | None:
         return None
     table = _section("events", "step", "kind", "time", "details")
     for e in events:
-        details = ", ".join(f"{k}={short(v, 40)}" for k, v in e.items() if k not in ("kind", "step", "time"))
-        table.add_row(number(e["step"]), Text(e["kind"]), when(e["time"]), Text(details))
+        table.add_row(number(e["step"]), Text(e["kind"]), when(e["time"]), Text(event_text(e, 40)))
     return table
 
 
@@ -228,7 +185,7 @@ def show(run: Run) -> None:
     out = console()
     out.print(head_table(run))
     parts = [
-        notes_table(run.notes),
+        notes_table(run),
         config_table(run),
         summary_table(run.summary()),
         events_table(run.events()),
@@ -259,14 +216,12 @@ def diff_table(a: Run, b: Run, rows: list[tuple[str, list[Any]]]) -> Table:
     table.add_column("key")
     table.add_column(f"A: {a.name} ({a.id})")
     table.add_column(f"B: {b.name} ({b.id})")
-    for key, (va, vb) in rows:
-        # Strings print bare unless that would hide the difference ("1" against 1).
-        literal = str(va) == str(vb)
-        table.add_row(Text(key), _cell(va, literal), _cell(vb, literal))
+    for key, values in rows:
+        table.add_row(Text(key), *(_cell(text) for text in config_texts(values)))
     return table
 
 
-def _cell(value: Any, literal: bool) -> Text:
-    if value is MISSING:
-        return Text(repr(value), style="dim italic")
-    return Text(short(repr(value) if literal or not isinstance(value, str) else value))
+def _cell(text: str | None) -> Text:
+    if text is None:
+        return Text(repr(MISSING), style="dim italic")
+    return Text(short(text))

@@ -1,10 +1,12 @@
 """Read runs back: ``list_runs`` and ``open_run`` return ``Run`` objects (metadata, state, config,
 summary, events, metric series). Used by the CLI, the dashboard and users' notebooks; ``Catalog``
-keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``m4`` thins a
+keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``run_text`` its
+wording as people read it (``as_text``: the CLI's ``show``, the dashboard and the report), ``m4`` thins a
 series for drawing. Nothing here writes (``tunetrack.manage`` edits, deletes and copies runs)."""
 
 from ..states import STATES
 from .as_json import provenance, run_json
+from .as_text import differing, run_text
 from .catalog import Catalog
 from .downsample import chart_points, m4, thin
 from .find import list_runs, open_run, run_exists, store_name
@@ -17,6 +19,7 @@ __all__ = [
     "Run",
     "Series",
     "chart_points",
+    "differing",
     "list_runs",
     "m4",
     "numeric_values",
@@ -25,6 +28,7 @@ __all__ = [
     "provenance",
     "run_exists",
     "run_json",
+    "run_text",
     "store_name",
     "thin",
 ]

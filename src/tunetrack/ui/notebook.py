@@ -3,11 +3,11 @@ and Colab, live while training runs in the same kernel.
 
 ``tunetrack.show(run_or_project)`` returns a ``Panel``; a ``Tracker`` shown as a cell's value is
 displayed as one. The panel is an anywidget (``pip install 'tunetrack[notebook]'``): its front end is
-one ES module (uPlot, the dashboard's charting library, and ``static/panel.js``) that the notebook
-loads from the kernel, so no server is started and nothing is fetched from the network. While a run
-is running, a daemon thread re-reads it every ``interval`` seconds (only what was appended) and sends
-the new chart data over the widget's comm; a finished run or a project is read once. Nothing is
-printed per step.
+one ES module (uPlot, the dashboard's charting library, and ``static/panel.js`` with the dashboard's
+chart module, ``static/common.js``, inlined) that the notebook loads from the kernel, so no server is
+started and nothing is fetched from the network. While a run is running, a daemon thread re-reads it
+every ``interval`` seconds (only what was appended) and sends the new chart data over the widget's
+comm; a finished run or a project is read once. Nothing is printed per step.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from typing import Any
 from .. import metric_keys, states
 from ..errors import RunNotFound
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
+from . import assets
+from .assets import STATIC
 
-STATIC = Path(__file__).parent / "static"
 #: the widest a panel's chart is drawn (points per series are bounded by four per pixel)
 WIDTH = 600
 #: charts shown when no keys are given: loss-like keys first, then the others in logging order
@@ -31,17 +32,13 @@ MAX_CHARTS = 12
 
 
 def _front_end() -> tuple[str, str]:
-    """The widget's ES module and CSS. uPlot is the build-time vendored copy the dashboard uses; a
-    build without it shows the state and a note where the charts would be."""
-    vendor = STATIC / "vendor"
-    js = vendor / "uPlot.iife.min.js"
-    esm = (STATIC / "panel.js").read_text()
-    if not js.exists():
-        return esm, (STATIC / "panel.css").read_text()
-    return (
-        js.read_text() + "\n" + esm,
-        (vendor / "uPlot.min.css").read_text() + "\n" + (STATIC / "panel.css").read_text(),
-    )
+    """The widget's ES module and CSS: uPlot, the build-time vendored copy the dashboard uses, then
+    ``static/panel.js`` with the dashboard's chart module inlined (``assets.inlined``). A build
+    without uPlot shows the state and a note where the charts would be."""
+    esm, css = assets.inlined("panel.js"), (STATIC / "panel.css").read_text()
+    if not assets.has_uplot():
+        return esm, css
+    return assets.text(assets.UPLOT_JS) + "\n" + esm, assets.text(assets.UPLOT_CSS) + "\n" + css
 
 
 def _widget_base() -> Any:

@@ -21,18 +21,23 @@ import string
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from .._warnings import warn_once
-from ..config import MISSING, diff
-from ..reader import Run, Series, chart_points, numeric_values, present, provenance, run_json
+from ..reader import (
+    Run,
+    Series,
+    chart_points,
+    differing,
+    numeric_values,
+    present,
+    provenance,
+    run_json,
+    run_text,
+)
+from ..reader.as_text import config_text, event_rows
+from . import assets
+from .assets import STATIC
 
-STATIC = Path(__file__).parent / "static"
-#: uPlot as the build put it into the package (hatch_build.py), with its licence
-UPLOT_JS = STATIC / "vendor" / "uPlot.iife.min.js"
-UPLOT_CSS = STATIC / "vendor" / "uPlot.min.css"
-UPLOT_LICENSE = STATIC / "vendor" / "uPlot.LICENSE"
 #: M4 buckets per line: about two per pixel of a wide chart, so a drag-zoom shows detail too, while a
 #: line of any length embeds at most 4 * WIDTH points (a 1,000,000-point metric: a few hundred kB)
 WIDTH = 2000
@@ -52,25 +57,31 @@ def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) ->
     """The report of ``runs`` as one HTML document; ``on_chart()`` is called after each chart's data
     is read and downsampled (the slow part)."""
     data = report_data(runs, on_chart)
-    scripts = [_text(UPLOT_JS), _text(STATIC / "common.js"), _text(STATIC / "report.js")]
-    if not scripts[0]:
-        warn_once(
-            "report:no-uplot",
-            "the charting library was not built in: rebuild with npm available (the report shows no charts)",
-        )
-    scripts = [_inline(s, "script") for s in scripts if s]
+    built = assets.uplot_built("report", "the report shows no charts")
+    # uPlot (a classic script: its global is there when the page's module runs), then the page's
+    # module with the shared one inlined (a file cannot import another)
+    scripts = [
+        ("<script>", assets.text(assets.UPLOT_JS) if built else ""),
+        ('<script type="module">', assets.inlined("report.js")),
+    ]
+    scripts = [(tag, _inline(s, "script")) for tag, s in scripts if s]
     # Only these scripts may run (an injected one, had escaping failed, would not), and nothing loads.
     hashes = " ".join(
-        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts
+        f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for _, s in scripts
     )
-    return string.Template(_text(STATIC / "report.html")).substitute(
+    return string.Template(assets.text(STATIC / "report.html")).substitute(
         csp=f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'; img-src data:",
-        style=_inline(_text(UPLOT_CSS) + _text(STATIC / "app.css") + _text(STATIC / "report.css"), "style"),
+        style=_inline(
+            assets.text(assets.UPLOT_CSS)
+            + assets.text(STATIC / "app.css")
+            + assets.text(STATIC / "report.css"),
+            "style",
+        ),
         data=json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(
             _JSON_ESCAPES
         ),
-        license=html.escape(_text(UPLOT_LICENSE) or "(not built in)", quote=False),
-        scripts="\n".join(f"<script>{s}</script>" for s in scripts),
+        license=html.escape(assets.text(assets.UPLOT_LICENSE) or "(not built in)", quote=False),
+        scripts="\n".join(f"{tag}{s}</script>" for tag, s in scripts),
     )
 
 
@@ -107,25 +118,38 @@ def report_data(runs: Sequence[Run], on_chart: Callable[[], object] | None = Non
         "runs": [_overview(r) for r in runs],
         "charts": [c for c in charts if c["lines"]],
         "diff": [
-            {"key": key, "values": [None if v is MISSING else str(v) for v in values]}
-            for key, values in (diff(flats) if len(runs) > 1 else [])
+            {"key": key, "values": values} for key, values in (differing(flats) if len(runs) > 1 else [])
         ],
+        "events": _events(runs),
     }
 
 
 def _overview(run: Run) -> dict[str, Any]:
     """The run as ``tunetrack show`` prints it: identity, state, times, where and how it ran, its
-    error, each metric's summary, its config (flat, values as text) and its events."""
+    error, each metric's summary, its config (flat, values as text) and its events; ``overview``
+    holds what the page prints of them, worded as ``tunetrack show`` words them (``run_text``)."""
     return _plain(
         {
             **run_json(run),
             "provenance": provenance(run),
             "error": run.error,
             "summary": run.summary(),
-            "config": {k: str(v) for k, v in run.flat_config.items()},
+            "config": {k: config_text(v) for k, v in run.flat_config.items()},
             "events": run.events(),
+            "overview": run_text(run),
         }
     )
+
+
+def _events(runs: Sequence[Run]) -> list[dict[str, str]]:
+    """Every run's events as text (``event_rows``), in time order, each with its run's ``name (id)``."""
+    timed = []
+    for r in runs:
+        events = r.events()
+        timed += [
+            (e["time"], {"run": f"{r.name} ({r.id})", **row}) for e, row in zip(events, event_rows(events))
+        ]
+    return [row for _, row in sorted(timed, key=lambda pair: pair[0])]
 
 
 def _training_keys(runs: Sequence[Run]) -> list[str]:
@@ -162,10 +186,6 @@ def _plain(value: Any) -> Any:
     if type(value).__module__ == "numpy" and hasattr(value, "item"):
         return _plain(value.item())
     return str(value)
-
-
-def _text(path: Path) -> str:
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
 def _inline(text: str, tag: str) -> str:

@@ -1,16 +1,24 @@
-"use strict";
-// Shared helpers. User data is only ever inserted with textContent, never as HTML (uPlot, too, sets its
-// titles and legends as text, and draws values on a canvas).
+// What every page draws with: the element helpers, the API client, and the charts (uPlot, the palette,
+// the point rule, the alignment of several runs' series). An ES module with no side effects on import:
+// the dashboard's pages import it, the report (one file) and the notebook panel (one ES module) have
+// it inlined by ui/assets.py. User data is only ever inserted with textContent, never as HTML (uPlot,
+// too, sets its titles and legends as text, and draws values on a canvas).
 
-// Chart pages load uPlot deferred, after their own scripts: they ask for their data first, and the
-// server prepares it meanwhile. DOMContentLoaded follows every deferred script, loaded or not (a
-// server built without npm links no uPlot: the pages then say so where their charts would be).
-const NO_CHARTS = "the charting library was not built in: rebuild with npm available";
-const chartsReady = new Promise((resolve, reject) => document.addEventListener("DOMContentLoaded", () => (
-  globalThis.uPlot ? resolve() : reject(new Error(NO_CHARTS)))));
-chartsReady.catch(() => {});  // each page reports it
+// uPlot is a global of a classic script (the dashboard's pages load it deferred, after their own
+// scripts: they ask for their data first, and the server prepares it meanwhile), or a name of the
+// module this one is inlined into (the notebook panel).
+export const NO_CHARTS = "the charting library was not built in: rebuild with npm available";
+export function chartsLoaded() { return typeof uPlot !== "undefined"; }
+// Settles once uPlot can draw, or rejects if the page has none (a server built without npm links
+// none). A page's script asks at once, before the page has loaded: DOMContentLoaded follows every
+// deferred script, loaded or not.
+export function chartsReady() {
+  if (chartsLoaded()) return Promise.resolve();
+  return new Promise((resolve, reject) => document.addEventListener("DOMContentLoaded", () => (
+    chartsLoaded() ? resolve() : reject(new Error(NO_CHARTS))), { once: true }));
+}
 
-async function api(path) {
+export async function api(path) {
   const response = await fetch(path, { credentials: "same-origin" });
   const body = await response.json().catch(() => ({ detail: response.statusText }));
   if (!response.ok) throw new Error(body.detail || response.statusText);
@@ -18,7 +26,7 @@ async function api(path) {
 }
 // Many series in one request (GET /api/series); entries come back in the order of `specs`
 // ({key, node, cursor, run}); without specs, every series of params.run.
-async function fetchSeries(params, specs) {
+export async function fetchSeries(params, specs) {
   const q = new URLSearchParams(params);
   for (const s of specs || []) {
     if (s.run) q.append("run", s.run);
@@ -29,26 +37,30 @@ async function fetchSeries(params, specs) {
   return (await api(`/api/series?${q}`)).series;
 }
 // M4 buckets for a chart in `grid`: about one per horizontal pixel, so at most four points a pixel.
-function bucketWidth(grid) {
+export function bucketWidth(grid) {
   const probe = grid.appendChild(el("div", null, "chart"));
   const width = probe.clientWidth;
   probe.remove();
   return String(Math.max(100, Math.round(width || 600)));
 }
 const CHART_HEIGHT = 220;  // the plot and its axes, in CSS pixels; the title and the legend come on top
-// uPlot draws at a fixed size: a chart follows the width of its grid cell.
-const resized = new ResizeObserver(entries => {
-  for (const { target } of entries) target.chart?.setSize({ width: target.clientWidth, height: CHART_HEIGHT });
-});
+// uPlot draws at a fixed size: a chart follows the width of its grid cell (made with the first chart).
+let resized = null;
 function lineColor(i) { return `hsl(${(210 + i * 137.5) % 360} 70% 42%)`; }  // the golden angle: neighbours differ
+// Several runs' lines on one x axis, the union of their x (`lines`: [xs, ys] each). A run without a
+// point at an x has undefined there, which its line spans (a metric logged at other steps than
+// another's is drawn joined); a null it holds stays a gap (NaN, ±Inf).
+export function align(lines) { return uPlot.join(lines); }
 // A uPlot chart in `div` (as div.chart) of `data` ([xs, ys of each line]), one line per name, over
 // x = "step", "time" (seconds since the epoch) or "relative"; zoomed to `range` ({start, end}) if given.
-// Calls back onZoom({start, end}) when the user drags across it, onZoom(null) on a double click.
-// `markers()` gives vertical lines to draw, [{x, color}]; the chart's element counts them in
-// data-markers and holds the x range shown in data-xrange ("min max").
-function lineChart(div, data, range, { title, x, names, log = false, markers = () => [], onZoom }) {
+// Calls back onZoom({start, end}) when the user drags across it, onZoom(null) on a double click (uPlot
+// itself zooms in on what it has, and out). `markers()` gives vertical lines to draw, [{x, color}];
+// the chart's element counts them in data-markers and holds the x range shown in data-xrange
+// ("min max"). `legend`: false for a chart of one line whose title names it.
+export function lineChart(div, data, range, { title, x, names, log = false, legend = true, markers = () => [],
+                                             onZoom = () => {} }) {
   const chart = new uPlot({
-    title, width: div.clientWidth, height: CHART_HEIGHT,
+    title, width: div.clientWidth, height: CHART_HEIGHT, legend: { show: legend },
     scales: { x: { time: x === "time" }, y: { distr: log ? 3 : 1 } },
     // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
     // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
@@ -71,6 +83,9 @@ function lineChart(div, data, range, { title, x, names, log = false, markers = (
   if (range) chart.setScale("x", { min: range.start, max: range.end });
   chart.over.addEventListener("dblclick", () => onZoom(null));  // uPlot shows all it has, the caller refetches
   div.chart = chart;
+  resized ??= new ResizeObserver(entries => {
+    for (const { target } of entries) target.chart?.setSize({ width: target.clientWidth, height: CHART_HEIGHT });
+  });
   resized.observe(div);
   return chart;
 }
@@ -93,16 +108,16 @@ function isolated(u, seriesIdx, show) {
   return out;
 }
 // New data for a chart, keeping its zoomed x range (or showing all of the data if `range` is null).
-function setLines(chart, data, range) {
+export function setLines(chart, data, range) {
   chart.batch(() => {
     chart.setData(data);
     if (range) chart.setScale("x", { min: range.start, max: range.end });
   });
 }
-function dropChart(div) {
+export function dropChart(div) {
   div.chart?.destroy();
   delete div.chart;
-  resized.unobserve(div);
+  resized?.unobserve(div);
 }
 // y tick labels as precise as the step between ticks, where uPlot's default rounds to 3 decimals (a
 // learning rate of 2e-5 would read 0): 0.0015, 2.5e-5, 1.2345e+6; one digit each on a log scale.
@@ -118,8 +133,9 @@ function linearTicks(u, splits, axisIdx, space, incr) {
   return splits.map(v => tickLabel(v, place));
 }
 function logTicks(u, splits) { return splits.map(v => tickLabel(v, v && magnitude(v))); }
-const measure = document.createElement("canvas").getContext("2d");
+let measure = null;  // a canvas's context, made for the first axis
 function yAxisSize(u, values) {  // as wide as its longest label, and the ticks and the gap beside it
+  measure ??= document.createElement("canvas").getContext("2d");
   measure.font = "12px system-ui, sans-serif";  // uPlot's axis font
   return 20 + Math.max(24, ...(values || []).map(v => measure.measureText(v).width));
 }
@@ -143,31 +159,50 @@ function drawMarkers(u, markers) {
 // Lets the browser paint and take input while many charts draw, every 50 ms of drawing: the page stays
 // responsive and shows its first charts early (a frame after every chart measured slower).
 let sliceStart = 0;
-async function breathe() {
+export async function breathe() {
   if (performance.now() - sliceStart < 50) return;
   await (globalThis.scheduler?.yield ? scheduler.yield() : new Promise(resolve => setTimeout(resolve)));
   sliceStart = performance.now();
 }
 // Counts a chart's draws, so tests and the benchmark can tell a redraw happened.
-function markDrawn(div) { div.dataset.drawn = String(Number(div.dataset.drawn || 0) + 1); }
-function el(tag, text, cls) {
+export function markDrawn(div) { div.dataset.drawn = String(Number(div.dataset.drawn || 0) + 1); }
+export function el(tag, text, cls) {
   const node = document.createElement(tag);
   if (text !== undefined && text !== null) node.textContent = String(text);
   if (cls) node.className = cls;
   return node;
 }
-function row(cells) {
+export function row(cells) {
   const tr = document.createElement("tr");
   for (const cell of cells) tr.appendChild(cell instanceof Node ? cell : el("td", cell));
   return tr;
 }
 const DATE_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
-function fmtTime(t) { return t ? DATE_FORMAT.format(new Date(t * 1000)) : "—"; }
-function fmtNum(v) { return typeof v === "number" ? (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : +v.toFixed(4)) : (v ?? "—"); }
-function duration(run) {
+export function fmtTime(t) { return t ? DATE_FORMAT.format(new Date(t * 1000)) : "—"; }
+export function fmtNum(v) { return typeof v === "number" ? (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : +v.toFixed(4)) : (v ?? "—"); }
+export function duration(run) {
   const end = run.ended || (run.state === "running" ? Date.now() / 1000 : null);
   if (!end || !run.created) return "—";
   const s = Math.max(0, Math.round(end - run.created));
   return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
 }
-function stateBadge(state) { return el("span", state, `state state-${state}`); }
+export function stateBadge(state) { return el("span", state, `state state-${state}`); }
+// A run's overview as the server words it (reader/as_text.py): [label, text] rows into a <dl>, each
+// <dd> marked with its label (data-fact).
+export function showFacts(list, facts) {
+  list.replaceChildren();
+  for (const [label, text] of facts) {
+    const dd = el("dd");
+    dd.dataset.fact = label;
+    dd.append(label === "state" ? stateBadge(text) : text);
+    list.append(el("dt", label), dd);
+  }
+}
+// A run's summary as the server words it: [key, last, min, max, at step, points] rows.
+export function summaryRows(summary) {
+  return summary.map(cells => {
+    const tr = row(cells);
+    tr.dataset.key = cells[0];
+    return tr;
+  });
+}

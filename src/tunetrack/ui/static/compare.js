@@ -1,4 +1,7 @@
-"use strict";
+import { align, api, bucketWidth, chartsReady, el, fetchSeries, lineChart, markDrawn, row, setLines } from "./common.js";
+
+const chartsLoading = chartsReady();  // asked before the page has loaded (see chartsReady)
+chartsLoading.catch(() => {});  // reported where the charts would be
 const ids = (new URLSearchParams(location.search).get("ids") || "").split(",").filter(Boolean);
 
 // One request per chart, carrying every run's series of that key; zooming fetches detail again. The runs'
@@ -7,7 +10,7 @@ const ids = (new URLSearchParams(location.search).get("ids") || "").split(",").f
 async function draw(chart) {
   const params = { x: "step", width: bucketWidth(document.getElementById("charts")), ...(chart.range || {}) };
   const entries = await fetchSeries(params, chart.runs.map(r => ({ run: r.id, key: chart.key })));
-  const data = uPlot.join(entries.map(s => [s.x || [], s.y || []]));
+  const data = align(entries.map(s => [s.x || [], s.y || []]));
   if (chart.div.chart) setLines(chart.div.chart, data, chart.range);
   else {
     lineChart(chart.div, data, chart.range, { title: chart.key, x: "step", names: chart.runs.map(r => `${r.name} (${r.id})`),
@@ -35,7 +38,7 @@ async function load() {
     body.appendChild(tr);
   }
   const grid = document.getElementById("charts");
-  try { await chartsReady; } catch (e) { grid.replaceChildren(el("p", e.message, "error")); return; }
+  try { await chartsLoading; } catch (e) { grid.replaceChildren(el("p", e.message, "error")); return; }
   const keys = [...new Set(meta.runs.flatMap(r => r.keys))];
   await Promise.all(keys.map(async key => {
     const div = el("div", null, "chart");

@@ -1,47 +1,16 @@
-"use strict";
+import { align, breathe, chartsReady, el, fmtTime, lineChart, markDrawn, row, showFacts, summaryRows } from "./common.js";
+
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
-// block in the same file, and every string of it goes in as text (el, row). common.js, inlined before
-// this, draws the charts: the same charts as the dashboard's, from points thinned when the report was
-// made (M4: every spike kept), so a drag zooms into what the file holds.
+// block in the same file, and every string of it goes in as text (el, row). common.js (inlined into
+// this script by ui/assets.py) draws the charts: the same charts as the dashboard's, from points
+// thinned when the report was made (M4: every spike kept), so a drag zooms into what the file holds.
 const REPORT = JSON.parse(document.getElementById("report-data").textContent);
 const several = REPORT.runs.length > 1;
 
 function label(run) { return `${run.name} (${run.id})`; }
 function show(id) { document.getElementById(id).hidden = false; }
-function text(v) { return v !== null && typeof v === "object" ? JSON.stringify(v) : String(v); }
-// A running run's duration up to when the report was made, not up to when it is read.
-function snapshot(run) { return { ...run, ended: run.ended || (run.state === "running" ? REPORT.generated : null) }; }
-
-// What `tunetrack show` prints at the top: identity, state, times, where and how the run ran.
-function facts(run) {
-  const p = run.provenance, git = p.git;
-  const flags = git ? [git.branch, git.dirty ? "dirty" : null].filter(Boolean).join(", ") : "";
-  const versions = Object.entries({ python: p.python, ...p.versions }).filter(([, v]) => v);
-  const dl = el("dl", null, "facts");
-  for (const [name, value, cls] of [
-    ["id", run.id], ["project", run.project || "—"], ["state", stateBadge(run.state)],
-    ["tags", run.tags.join(", ") || "—"], ["created", fmtTime(run.created)], ["ended", fmtTime(run.ended)],
-    ["duration", duration(snapshot(run))], ["hosts", run.hosts.join(", ") || "—"], ["processes", p.processes],
-    ["user", p.user || "—"], ["git", git ? `${String(git.commit || "").slice(0, 12)}${flags ? ` (${flags})` : ""}` : "—"],
-    ["command", p.command || "—", "command"], ["versions", versions.map(([k, v]) => `${k} ${v}`).join(", ") || "—"],
-    ["last step", run.last_step ?? "—"],
-  ]) {
-    dl.appendChild(el("dt", name));
-    const dd = dl.appendChild(el("dd", value instanceof Node ? null : value, cls));
-    if (value instanceof Node) dd.appendChild(value);
-  }
-  return dl;
-}
-function summaryTable(summary) {
-  const table = el("table", null, "summary");
-  table.appendChild(el("thead")).appendChild(row(["metric", "last", "min", "max", "at step", "points"].map(h => el("th", h))));
-  const body = table.appendChild(el("tbody"));
-  for (const [key, s] of Object.entries(summary)) {
-    const cells = [fmtNum(s.last), fmtNum(s.min), fmtNum(s.max), s.step ?? "—", s.count];
-    body.appendChild(row([key, ...cells.map(v => el("td", v, "num"))]));
-  }
-  return table;
-}
+// Each run as `tunetrack show` words it (reader/as_text.py, when the report was made): its overview,
+// its summary, its error.
 function overview() {
   const box = document.getElementById("runs");
   for (const run of REPORT.runs) {
@@ -49,8 +18,12 @@ function overview() {
     section.dataset.run = run.id;
     section.appendChild(el("h2", label(run)));
     const body = section.appendChild(el("div", null, "run-body"));
-    body.appendChild(facts(run));
-    if (Object.keys(run.summary).length) body.appendChild(summaryTable(run.summary));
+    showFacts(body.appendChild(el("dl", null, "facts")), run.overview.facts);
+    if (run.overview.summary.length) {
+      const table = body.appendChild(el("table", null, "summary"));
+      table.appendChild(el("thead")).appendChild(row(["metric", "last", "min", "max", "at step", "points"].map(h => el("th", h))));
+      table.appendChild(el("tbody")).append(...summaryRows(run.overview.summary));
+    }
     if (run.error) section.appendChild(el("pre", run.error, "error"));
   }
 }
@@ -67,16 +40,13 @@ function configDiff() {
   }
   if (!REPORT.diff.length) body.appendChild(row([el("td", "the runs have the same config", "muted")]));
 }
-function events() {
-  const all = REPORT.runs.flatMap(run => run.events.map(e => ({ run, e }))).sort((a, b) => a.e.time - b.e.time);
-  if (!all.length) return;
+function events() {  // every run's, in time order (the report's data holds them so)
+  if (!REPORT.events.length) return;
   show("events-section");
   if (!several) document.querySelector("#events thead th").remove();
   const body = document.querySelector("#events tbody");
-  for (const { run, e } of all) {
-    const details = Object.entries(e).filter(([k]) => !["kind", "step", "time"].includes(k))
-      .map(([k, v]) => `${k}=${text(v)}`).join(", ");
-    body.appendChild(row([...(several ? [label(run)] : []), fmtNum(e.step), e.kind, fmtTime(e.time), el("td", details, "details")]));
+  for (const e of REPORT.events) {
+    body.appendChild(row([...(several ? [e.run] : []), e.step, e.kind, e.time, el("td", e.details, "details")]));
   }
 }
 function config() {
@@ -96,7 +66,7 @@ function config() {
 // One chart per metric, each run's line overlaid (aligned on the union of their x: a run without a
 // point at an x is spanned there, a null it holds is a gap).
 async function charts() {
-  try { await chartsReady; } catch (e) {
+  try { await chartsReady(); } catch (e) {
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
@@ -105,8 +75,8 @@ async function charts() {
     if (chart.group === "system") show("system-section");
     const div = grid.appendChild(el("div", null, "chart"));
     div.dataset.key = chart.key;
-    const data = uPlot.join(chart.lines.map(l => [l.x, l.y]));
-    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label), onZoom: () => {} });
+    const data = align(chart.lines.map(l => [l.x, l.y]));
+    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label) });
     div.dataset.traces = String(chart.lines.length);
     div.dataset.points = String(chart.lines.reduce((n, l) => n + l.x.length, 0));
     markDrawn(div);

@@ -1,4 +1,8 @@
-"use strict";
+import { api, breathe, bucketWidth, chartsReady, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows } from "./common.js";
+
+// Asked before the page has loaded (see chartsReady); awaited once the run is shown.
+const chartsLoading = chartsReady();
+chartsLoading.catch(() => {});  // reported where the charts would be
 const runId = decodeURIComponent(location.pathname.split("/").pop());
 const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape}
 let run = null;
@@ -103,15 +107,13 @@ function addCharts(meta) {
   }
   return added;
 }
-function renderEvents() {
-  const body = document.querySelector("#events tbody");
-  body.replaceChildren();
-  for (const e of run.events) {
-    if (e.kind === "text") continue;
-    const details = Object.entries(e).filter(([k]) => !["kind", "step", "time"].includes(k))
-      .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`).join(", ");
-    body.appendChild(row([e.step, e.kind, details]));
-  }
+function renderEvents() {  // text samples show with the images, below
+  const rows = run.overview.events.filter(e => e.kind !== "text");
+  document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
+}
+// A section the run has nothing for is left out, heading and all.
+function showSystem() {
+  document.getElementById("system-section").hidden = !(run.nodes.length && run.system_keys.length);
 }
 function renderMedia() {
   const box = document.getElementById("media");
@@ -127,54 +129,17 @@ function renderMedia() {
       box.appendChild(img);
     }
   }
+  document.getElementById("media-section").hidden = !box.children.length;
 }
-// Run.counters(): what was logged but not kept (zero counts are left out)
-const NOT_KEPT = {
-  dropped_rows: "rows dropped (the writer could not keep up)",
-  dropped_values: "values dropped (of a type the store does not keep)",
-  lost_rows: "rows lost (the store could not write them)",
-  late_rows: "rows logged after finish()",
-};
-function notKept() {
-  const parts = Object.entries(run.counters).map(([name, n]) => (name.startsWith("backend_missed/")
-    ? `${n} rows not sent to ${name.slice("backend_missed/".length)}` : `${n} ${NOT_KEPT[name] || name}`));
-  if (parts.length) return parts.join("; ");
-  return run.state === "running" ? "nothing so far (counted as the run ends)" : "nothing: every row logged was stored";
-}
-// What `tunetrack show` prints above its tables: where, when and how the run ran, and its last values.
+// The overview as the server words it (`tunetrack show`'s words), marked where it needs a second look.
 function renderOverview() {
-  const about = run.provenance, git = about.git;
-  const versions = Object.entries({ python: about.python, ...about.versions }).filter(([, v]) => v);
-  const facts = {
-    project: run.project ?? "—", started: fmtTime(run.created), ended: fmtTime(run.ended), duration: duration(run),
-    hosts: run.hosts.join(", ") || "—", processes: about.processes, user: about.user ?? "—",
-    tags: run.tags.join(", ") || "—",
-    git: git ? [git.commit ? git.commit.slice(0, 12) : "no commit yet", git.branch, git.dirty ? "dirty" : "clean"]
-      .filter(Boolean).join(" · ") : "—",
-    command: about.command ?? "—",
-    versions: versions.map(([name, v]) => `${name} ${v}`).join(", ") || "—",
-    "not kept": notKept(),
-    ...(about.imported ? { imported: about.imported } : {}),
-  };
   const list = document.getElementById("facts");
-  list.replaceChildren();
-  // notes (`tunetrack note`), oldest first, each with who wrote it and when
-  const notes = run.notes.map((n) => ["note", `${n.text} (${n.by || "?"}, ${fmtTime(n.time)})`]);
-  for (const [label, value] of [...Object.entries(facts), ...notes]) {
-    const dd = el("dd", value);
-    dd.dataset.fact = label;
-    list.append(el("dt", label), dd);
-  }
-  const gitFact = list.querySelector("[data-fact='git']");
+  showFacts(list, run.overview.facts);
+  const git = run.provenance.git, gitFact = list.querySelector("[data-fact='git']");
   if (git) gitFact.title = [git.commit, git.remote].filter(Boolean).join("\n");
   gitFact.classList.toggle("warn", Boolean(git?.dirty));  // the code that ran is not the commit
   list.querySelector("[data-fact='not kept']").classList.toggle("warn", Object.keys(run.counters).length > 0);
-  const body = document.querySelector("#summary tbody");
-  body.replaceChildren(...Object.entries(run.summary).map(([key, s]) => {
-    const tr = row([key, fmtNum(s.last), fmtNum(s.min), fmtNum(s.max), s.step ?? "—", s.count]);
-    tr.dataset.key = key;
-    return tr;
-  }));
+  document.querySelector("#summary tbody").replaceChildren(...summaryRows(run.overview.summary));
 }
 // The config as it was logged, nested: each section folds open and shut. A search keeps the entries
 // whose dotted path or value contains it, and the sections that lead to them.
@@ -230,8 +195,8 @@ async function start() {
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
-  renderOverview(); renderEvents(); renderMedia(); renderConfig();
-  try { await chartsReady; } catch (e) {  // shows all but the charts, and does not follow the run
+  renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
+  try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
@@ -258,7 +223,7 @@ async function refresh() {
     const added = addCharts(fresh);
     run = fresh;
     showState();
-    renderOverview(); renderEvents();
+    renderOverview(); renderEvents(); showSystem();
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },

@@ -1,4 +1,5 @@
-"use strict";
+import { api, duration, el, fmtNum, fmtTime, row, stateBadge } from "./common.js";
+
 // The runs table. A store may hold 10,000 runs: the page keeps every run's row data, but only the
 // rows on screen (and a few either side) are in the DOM, so a filter, a sort or a scroll costs what
 // is shown, not what is stored. Every row is one line of the same height; the padding of the box

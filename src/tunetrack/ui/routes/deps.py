@@ -1,0 +1,27 @@
+"""What the routes share: the store's ``Catalog`` (one per app, kept on ``app.state``), handed to a
+route as a FastAPI dependency, and opening a run by reference as a 404 when there is none."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+
+from ...errors import TunetrackError
+from ...reader import Catalog, Run
+
+
+def _catalog(request: Request) -> Catalog:
+    return request.app.state.catalog
+
+
+#: a route's parameter of this type gets the app's catalog
+CatalogDep = Annotated[Catalog, Depends(_catalog)]
+
+
+def open_or_404(catalog: Catalog, ref: str) -> Run:
+    """The run ``ref`` names (id, unique prefix or name); a 404 that says why if none."""
+    try:
+        return catalog.open(ref)
+    except TunetrackError as exc:
+        raise HTTPException(404, str(exc)) from None

@@ -1,0 +1,55 @@
+"""The three HTML pages (runs table, run, compare) and uPlot under URLs that name its content."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from .. import assets
+
+UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
+PAGES = {"/": "index.html", "/run/{run_id}": "run.html", "/compare": "compare.html"}
+
+
+def router(uplot_tag: str | None) -> APIRouter:
+    """The pages, linking uPlot by ``uplot_tag`` (``assets.uplot_tag``); None: a build without uPlot,
+    whose chart pages then load none (their scripts say so where the charts would be, and show
+    everything else). The pages are read once, here."""
+    pages = APIRouter(include_in_schema=False)
+
+    @pages.get("/static/vendor/uplot-{tag}.min.{ext}")
+    def uplot(tag: str, ext: str) -> FileResponse:
+        """uPlot under URLs that name its content: the browser keeps it without asking again (no round
+        trip before a chart page can draw), and a new build gets new URLs."""
+        if tag != uplot_tag or ext not in UPLOT_TYPES:
+            raise HTTPException(404, "not this server's uPlot")
+        return FileResponse(
+            assets.UPLOT_JS if ext == "js" else assets.UPLOT_CSS,
+            media_type=UPLOT_TYPES[ext],
+            headers={"Cache-Control": "public, max-age=31536000, immutable"},
+        )
+
+    links = {
+        "<!--uplot.css-->": f'<link rel="stylesheet" href="/static/vendor/uplot-{uplot_tag}.min.css">',
+        "<!--uplot.js-->": f'<script defer src="/static/vendor/uplot-{uplot_tag}.min.js"></script>',
+    }
+    for path, name in PAGES.items():
+        html = (assets.STATIC / name).read_text()
+        for placeholder, link in links.items():
+            html = html.replace(placeholder, link if uplot_tag is not None else "")
+        pages.add_api_route(path, _page(html))
+    return pages
+
+
+def _page(html: str) -> Callable[[Request], HTMLResponse]:
+    def serve(request: Request) -> HTMLResponse:
+        # The runs table's URL holds its columns (and the API takes the same query): the page
+        # preloads its rows from "/api/runs<!--query-->", so they are on their way before its
+        # script runs, and the script then asks for that very URL.
+        query = request.url.query
+        return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}") if query else ""))
+
+    return serve

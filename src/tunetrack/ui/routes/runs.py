@@ -1,0 +1,219 @@
+"""The runs table, one run, and its metrics as charts draw them (downsampled, or live since a cursor)."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import Response
+from pydantic import TypeAdapter
+
+from ...errors import TunetrackError
+from ...metric_keys import LOSS_LIKE, loss_columns
+from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
+from ...reader.as_text import config_text
+from .deps import CatalogDep, open_or_404
+
+router = APIRouter()
+
+XAxis = Annotated[str, Query(pattern="^(step|time)$")]
+#: the runs table to JSON as FastAPI writes a response (NaN and ±Inf as null), without validating it
+ROWS = TypeAdapter(list[dict[str, Any]])
+#: a cursor is ``rewinds << CURSOR_BITS | points``: opaque to clients, who send back what they got
+CURSOR_BITS = 32
+
+
+class Listings:
+    """The runs table as JSON, by query, with the table's version it shows: a poll finds it unchanged
+    (a 304, or these bytes for another browser) without building and serializing 10,000 rows. One per
+    app (``app.state.listings``)."""
+
+    #: queries (column choices) kept
+    KEPT = 8
+
+    def __init__(self) -> None:
+        self._bodies: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.boot = secrets.token_hex(
+            4
+        )  # in the ETag: another server's (or a restarted one's) versions differ
+
+    def get(self, query: str, version: int) -> bytes | None:
+        """The body kept for ``query`` if it shows ``version``."""
+        with self._lock:
+            shown, body = self._bodies.get(query, (None, b""))
+        return body if shown == version else None
+
+    def keep(self, query: str, version: int, body: bytes) -> None:
+        with self._lock:
+            self._bodies[query] = (version, body)
+            self._bodies.move_to_end(query)
+            while len(self._bodies) > self.KEPT:
+                self._bodies.popitem(last=False)
+
+
+@router.get(
+    "/api/runs",
+    summary="Runs, newest first, with the last value of each metric key asked for",
+    description="With an ETag: a request whose If-None-Match holds it is answered 304 while no run changed.",
+    response_model=list[dict[str, Any]],
+)
+def runs(
+    request: Request,
+    catalog: CatalogDep,
+    project: str | None = None,
+    state: str | None = None,
+    key: Annotated[list[str] | None, Query(description="default: the loss-like keys")] = None,
+) -> Response:
+    listings: Listings = request.app.state.listings
+    version = catalog.refresh()
+    headers = {"ETag": f'"{listings.boot}-{version}"', "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == headers["ETag"]:
+        return Response(status_code=304, headers=headers)
+    query = request.url.query
+    body = listings.get(query, version)
+    if body is None:
+        shown_keys = LOSS_LIKE if key is None else key
+        rows = catalog.rows(project=project, state=state, keys=shown_keys, refresh=False)
+        body = ROWS.dump_json(rows)
+        listings.keep(query, version, body)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+@router.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
+def keys(catalog: CatalogDep) -> dict[str, list[str]]:
+    every = catalog.keys()
+    return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
+
+
+@router.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
+def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
+    """The run as ``run_json`` gives it, with its metric and system keys, its nodes, and what the page
+    prints: ``overview`` (``run_text``: facts, summary and events worded as ``tunetrack show`` words
+    them) and ``flat_config`` (each value's text)."""
+    r = open_or_404(catalog, run_id)
+    return {
+        **run_json(r, detail=True),
+        "summary": r.summary(),
+        "overview": run_text(r),
+        "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},
+        "keys": r.keys(),
+        "system_keys": r.system_keys(),
+        "nodes": r.nodes,
+    }
+
+
+@router.get("/api/runs/{run_id}/series", summary="One metric, downsampled (M4) or new points since a cursor")
+def series(
+    run_id: str,
+    key: str,
+    catalog: CatalogDep,
+    x: XAxis = "step",
+    width: int = 1500,
+    start: float | None = None,
+    end: float | None = None,
+    cursor: int | None = None,
+    node: str | None = None,
+) -> dict[str, Any]:
+    r = open_or_404(catalog, run_id)
+    found = _find(r, key, node or None)
+    if found is None:
+        raise HTTPException(404, f"no system metric {key!r} on {node!r}")
+    return {"key": key, **_points(found, x, width, start, end, cursor, r.rewinds)}
+
+
+@router.get(
+    "/api/series",
+    summary="Many series in one request (every chart of a page): downsampled, or new points since each cursor",
+    description="The lists ``key``, ``node`` and ``cursor`` are aligned (one entry per series; an empty "
+    "``node`` is a training metric), and ``run`` has one id per series or one for all. Without ``key``: "
+    "every training and system metric of the run(s). A run or node that cannot be read gives an entry "
+    "with ``error`` instead of failing the whole request.",
+)
+def many(
+    catalog: CatalogDep,
+    run: Annotated[list[str], Query()],
+    key: Annotated[list[str] | None, Query()] = None,
+    node: Annotated[list[str] | None, Query()] = None,
+    cursor: Annotated[list[int] | None, Query()] = None,
+    x: XAxis = "step",
+    width: int = 1500,
+    start: float | None = None,
+    end: float | None = None,
+) -> dict[str, list[dict[str, Any]]]:
+    if key is None:
+        if node or cursor:
+            raise HTTPException(422, "node and cursor need the keys they belong to")
+        specs = [(run_id, k, n) for run_id in run for k, n in _all_keys(catalog, run_id)]
+    else:
+        if len(run) not in (1, len(key)) or len(node or key) != len(key) or len(cursor or key) != len(key):
+            raise HTTPException(422, "run, node and cursor must have one entry per key (or run just one)")
+        specs = list(zip(run * len(key) if len(run) == 1 else run, key, node or [""] * len(key)))
+    out = []
+    for i, (run_id, k, n) in enumerate(specs):
+        entry: dict[str, Any] = {"run": run_id, "key": k, "node": n or None}
+        try:
+            r = catalog.open(run_id)
+            found = _find(r, k, n or None)
+        except TunetrackError as exc:
+            found, entry["error"] = None, str(exc)
+        if found is not None:
+            entry |= _points(found, x, width, start, end, cursor[i] if cursor else None, r.rewinds)
+        elif "error" not in entry:
+            entry["error"] = f"no system metric {k!r} on {n!r}"
+        out.append(entry)
+    return {"series": out}
+
+
+def _all_keys(catalog: Catalog, run_id: str) -> list[tuple[str, str]]:
+    """(key, node) of every series of a run: its training metrics (node ""), then each node's system metrics."""
+    try:
+        r = catalog.open(run_id)
+    except TunetrackError:
+        return [("", "")]  # one entry, which then reports the run as missing
+    return [(k, "") for k in r.keys()] + [(k, n) for n in r.nodes for k in r.system_keys()]
+
+
+def _find(run: Run, key: str, node: str | None) -> Series | None:
+    """A training metric (empty if never logged), or a system metric of one node (None if that node has none)."""
+    return run.series(key) if node is None else run.system_series(key).get(node)
+
+
+def _points(
+    s: Series, x: str, width: int, start: float | None, end: float | None, cursor: int | None, rewinds: int
+) -> dict[str, Any]:
+    """What a chart draws: at most four points per pixel bucket (M4), or, with ``cursor`` (as the
+    last answer returned it), only the points after it. The cursor also holds how many rewinds the run
+    had: after a rewind the client's points are stale (hidden points may have been logged again, even
+    as many as were hidden), so the answer is ``reset`` and the client starts over. A step where the
+    key was logged as None is no point (``present``): a metric measured now and then draws its points
+    joined. (NaN and ±Inf leave as null, a gap in the line: FastAPI serializes through pydantic, which
+    writes them so.)"""
+    rows, points = len(s), present(s)  # the cursor counts rows, None or not: the client has a prefix
+    total = len(points)
+    new_cursor = rewinds << CURSOR_BITS | rows
+    if cursor is not None:
+        seen, had = cursor >> CURSOR_BITS, cursor & ((1 << CURSOR_BITS) - 1)
+        if cursor and (seen != rewinds or had > rows):  # 0: from the start, whatever happened
+            return {"reset": True, "cursor": 0, "total": total, "x": [], "y": []}
+        new = present(Series(s.steps[had:], s.values[had:], s.times[had:]))
+        return {
+            "reset": False,
+            "cursor": new_cursor,
+            "total": total,
+            "x": (new.steps if x == "step" else new.times).tolist(),
+            "y": numeric_values(new).tolist(),
+        }
+    xs, values = thin(
+        points.steps if x == "step" else points.times, numeric_values(points), width, start, end
+    )
+    return {
+        "total": total,
+        "cursor": new_cursor,
+        "downsampled": len(xs) < total,
+        "x": xs.tolist(),
+        "y": values.tolist(),
+    }

@@ -54,8 +54,9 @@ CORE = {
     "tunetrack.config.capture",
     "tunetrack.config.tree",
 }
-#: the package itself and ``python -m tunetrack``: entry points that may reach any layer
-ENTRY_POINTS = {"tunetrack", "tunetrack.__main__"}
+#: the package itself, ``python -m tunetrack`` and ``tunetrack.wandb`` (W&B's API for scripts written for
+#: W&B): entry points for users, that may reach any layer
+ENTRY_POINTS = {"tunetrack", "tunetrack.__main__", "tunetrack.wandb"}
 
 
 def layer(module: str) -> str:

@@ -41,11 +41,12 @@ def records(path: Path) -> Iterator[Any]:
             yield record
 
 
-def read_run(path: Path) -> dict[str, Any]:
-    """What a W&B run file holds: run id, name, tags, config, history rows by step, exit code."""
+def read_run(path: Path, nested: str = "/") -> dict[str, Any]:
+    """What a W&B run file holds: run id, name, tags, config, history rows by step, summary, exit code.
+    A nested dict's keys are joined with ``nested`` (W&B's own exports join them with ``.``)."""
     import json
 
-    out: dict[str, Any] = {"history": {}, "config": {}, "exit_code": None}
+    out: dict[str, Any] = {"history": {}, "config": {}, "summary": {}, "exit_code": None}
     for record in records(path):
         kind = record.WhichOneof("record_type")
         if kind == "run":
@@ -57,11 +58,14 @@ def read_run(path: Path) -> dict[str, Any]:
                 out["config"][item.key or ".".join(item.nested_key)] = json.loads(item.value_json)
         elif kind == "history":
             row = {
-                (item.key or "/".join(item.nested_key)): json.loads(item.value_json)
+                (item.key or nested.join(item.nested_key)): json.loads(item.value_json)
                 for item in record.history.item
             }
             step = record.history.step.num if record.history.HasField("step") else row.get("_step")
             out["history"].setdefault(int(step), {}).update(row)
+        elif kind == "summary":
+            for item in record.summary.update:
+                out["summary"][item.key or nested.join(item.nested_key)] = json.loads(item.value_json)
         elif kind == "exit":
             out["exit_code"] = record.exit.exit_code
     return out

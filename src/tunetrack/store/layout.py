@@ -28,6 +28,7 @@ reader ever sees half a run, then removes that (a removal cut short leaves a hid
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 
@@ -47,6 +48,17 @@ def new_run_id() -> str:
     """Eight random base-36 characters: short to type, and a few leading ones name a run uniquely
     (a time-based prefix would make every run of the same hour share its first characters)."""
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(8))
+
+
+#: a run id given by a user or another tracker (a W&B run id, ``resume=``): a folder name or object
+#: prefix that cannot leave the store, nor hide among its own entries (``.index``, ``.jobs``)
+_GIVEN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def is_run_id(text: str) -> bool:
+    """Whether ``text`` can name a run: letters, digits, ``_`` and ``-``, starting with a letter or
+    digit, at most 128 characters."""
+    return _GIVEN_ID.fullmatch(text) is not None
 
 
 def proc_name(start_time: float) -> str:

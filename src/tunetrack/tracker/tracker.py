@@ -47,6 +47,7 @@ class _Options:
 
     dir: str | os.PathLike[str] | None
     config: Any
+    id: str | None
     resume: str | None
     resume_step: int | None
     backends: Sequence[Backend | str] | str | None
@@ -80,6 +81,7 @@ class Tracker(Editing, Alerting, Media):
         tags: Sequence[str] | None = None,
         resume: str | None = None,
         resume_step: int | None = None,
+        id: str | None = None,
         backends: Sequence[Backend | str] | str | None = None,
         store: bool = True,
         strict: bool = False,
@@ -104,6 +106,7 @@ class Tracker(Editing, Alerting, Media):
         self._opts = _Options(
             dir,
             config,
+            id,
             resume,
             resume_step,
             backends,
@@ -175,7 +178,8 @@ class Tracker(Editing, Alerting, Media):
         dir = settings.store_dir(self._opts.dir) if self._opts.store else None
         now = time.time()
         request = RunRequest(
-            id=self._opts.resume,
+            id=self._opts.resume or self._opts.id,
+            new=self._opts.resume is None and self._opts.id is not None,
             name=self._name,
             project=self.project,
             tags=self._tags,

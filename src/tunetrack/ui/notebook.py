@@ -161,7 +161,7 @@ def show(
 
 def _store_of(tracker: Any) -> str | os.PathLike[str] | None:
     """The store a tracker writes to: its run folder's parent (or URL prefix)."""
-    where = tracker.run_dir
-    if where is None:
+    run_dir = tracker.run_dir
+    if run_dir is None:
         return None
-    return where.parent if isinstance(where, Path) else str(where).rsplit("/", 1)[0]
+    return run_dir.parent if isinstance(run_dir, Path) else str(run_dir).rsplit("/", 1)[0]

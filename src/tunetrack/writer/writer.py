@@ -10,6 +10,7 @@ enough rows are pending, or when asked to. Backends get each batch on their own 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -134,6 +135,15 @@ class Writer(threading.Thread):
         Without a dir (``store=False``) only the identity is settled. A store that cannot be
         written is warned about once: the run goes on without it (rows counted as lost), except in
         strict mode."""
+        if request.id is not None and not layout.is_run_id(request.id):
+            if self.strict:
+                raise ValueError(f"run id {request.id!r} is not usable")
+            warn_once(
+                f"run-id:{request.id}",
+                f"run id {request.id!r} is not usable (letters, digits, '_' and '-', at most 128); "
+                "the run was started with a new id",
+            )
+            request = dataclasses.replace(request, id=None)
         run_id = request.id or layout.new_run_id()
         name = (
             request.name

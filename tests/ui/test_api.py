@@ -414,7 +414,7 @@ def test_the_run_is_worded_as_tunetrack_show_words_it(root):
     from click.testing import CliRunner
 
     from tunetrack.cli import cli
-    from tunetrack.reader import note_run
+    from tunetrack.manage import note_run
 
     t = Tracker(dir=root, name="worded", system=False, config={"lr": 0.1 * 3e-3}).start()
     t.log({"loss": 0.5}, step=1)

@@ -155,7 +155,7 @@ def test_the_report_shows_notes_and_what_was_not_kept(root, tmp_path, browser):
     """The report words a run as ``tunetrack show`` and the run page do: its notes and the rows it
     could not keep are in its overview too (notes as text)."""
     from tunetrack import Tracker
-    from tunetrack.reader import note_run
+    from tunetrack.manage import note_run
 
     t = Tracker(dir=root, name="noted", system=False, backends=[Gone()]).start()
     for step in range(1, 11):

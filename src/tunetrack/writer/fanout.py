@@ -129,6 +129,8 @@ class BackendRunner(threading.Thread):
                 f"everything):\n{traceback.format_exc()}",
             )
         with self._lock:
+            if self.unconfirmed:  # given up on while in this call: its rows were counted as missed
+                return
             self.queued_rows -= rows
             if self.error is not None:
                 self.missed_rows += rows
@@ -151,7 +153,7 @@ class BackendRunner(threading.Thread):
             self.queued_rows = 0
             self.error = self.error or f"{why} ({behind:,} rows not delivered)"
             self._calls.clear()
-        self.unconfirmed = True
+            self.unconfirmed = True
 
     #: the backend was given up on before its ``finish()`` returned (its end state may not be there)
     unconfirmed = False

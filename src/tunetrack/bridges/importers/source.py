@@ -1,6 +1,6 @@
 """What an importer yields: a run as another tracker recorded it (``SourceRun``), and the helpers that
 turn a source's records into tunetrack's rows. Each importer module (``tensorboard``, ``mlflow``,
-``wandb``, ``trackio``) is an ``Importer``."""
+``wandb``, ``trackio``, ``comet``) is an ``Importer``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ...backends.base import Row
 from ...errors import TunetrackError
 
 #: the trackers runs can be imported from: ``tunetrack import NAME``
-SOURCES = ("tensorboard", "mlflow", "wandb", "trackio")
+SOURCES = ("tensorboard", "mlflow", "wandb", "trackio", "comet")
 #: a value the store keeps as a metric point (what a source holds beside them, tables, images, ..., is not imported)
 SCALARS = (int, float, bool, str, type(None))
 

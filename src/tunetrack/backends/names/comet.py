@@ -21,6 +21,8 @@ NAME = "Name"
 COMET_OTHERS = ("Name", "offline_experiment", "hasNestedParams", "Created from")
 #: the params Comet logs by itself (the step and epoch it is at)
 COMET_PARAMS = ("curr_step", "curr_epoch")
+#: the metrics Comet logs by itself (at ``end()``)
+COMET_METRICS = ("process duration",)
 #: how Comet's ``log_parameters`` joins a nested config's keys (shown as a tree in its UI)
 NESTED = "|"
 #: system metrics, Comet's own and a mirror's, are named so

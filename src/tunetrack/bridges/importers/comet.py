@@ -7,7 +7,7 @@ the same experiment key: each is a run of its own, as ``comet upload`` would app
 comet_ml's own pieces (``backends.comet.read_archive``): its schema for the experiment file and its
 message classes, so no Comet server or API key is needed. Imported: the params as the config (nested
 again at Comet's ``|``), every metric point with its step and the time comet_ml stamped on it
-(Comet's ``sys.*`` metrics as system metrics), the name, the project, the tags, Comet's "Others" as
+(Comet's ``sys.*`` metrics as system metrics; its own ``process duration`` left out), the name, the project, the tags, Comet's "Others" as
 ``key=value`` tags, the host, and the state (what tunetrack's mirror recorded, else ``failed`` for an
 experiment comet_ml recorded an error for, else ``finished``: an archive is written when the
 experiment ends). Text samples, images, assets, code and output are not imported.
@@ -55,7 +55,7 @@ def runs(paths: Iterable[str | os.PathLike[str]]) -> Iterator[SourceRun | Import
 
 
 def _run(archive: Archive) -> SourceRun:
-    metrics = _stepped(archive.metrics)
+    metrics = _stepped([p for p in archive.metrics if p[2] not in names.COMET_METRICS])
     points = sorted(  # stable: points logged together stay in their order
         (p for p in metrics if not p[2].startswith(names.SYSTEM)), key=lambda p: (p[0], p[1])
     )

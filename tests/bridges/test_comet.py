@@ -12,16 +12,15 @@ from __future__ import annotations
 import ast
 import csv
 import io
-import json
 import os
 import subprocess
 import sys
-import zipfile
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
+from comet_files import comet_others, comet_params, comet_points, comet_texts, started
 from helpers import SRC, run_script
 from tunetrack.backends.comet import experiment_key
 from tunetrack.reader import open_run
@@ -53,68 +52,6 @@ def comet_offline_csv(archive: Path) -> dict[str, dict[str, str]]:
     for row in csv.DictReader(io.StringIO(proc.stdout)):
         out[row["section"]][row["name"]] = row["value"]
     return out
-
-
-def started(archive: Path) -> int:
-    """When the archive's attempt started (ms), from its experiment file."""
-    with zipfile.ZipFile(archive) as zipped:
-        return json.loads(zipped.read("experiment.json"))["start_time"]
-
-
-def comet_points(archive: Path) -> dict[str, list[tuple[int, float]]]:
-    """Every metric point of an archive, ``{name: [(step, value), ...]}`` in logged order, parsed by
-    comet_ml's ``MetricMessage`` as ``comet upload`` parses it."""
-    from comet_ml.config import OFFLINE_EXPERIMENT_MESSAGES_JSON_FILE_NAME
-    from comet_ml.messages import MetricMessage
-
-    out: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    with zipfile.ZipFile(archive) as zipped:
-        for line in zipped.read(OFFLINE_EXPERIMENT_MESSAGES_JSON_FILE_NAME).splitlines():
-            message = json.loads(line)
-            if message["type"] == MetricMessage.type:
-                metric = MetricMessage.from_message_dict(message["payload"]).metric
-                out[metric["metricName"]].append((metric["step"], metric["metricValue"]))
-    return out
-
-
-def comet_params(archive: Path) -> dict[str, object]:
-    """The params of an archive as logged (the last value of each), parsed by comet_ml's
-    ``ParameterMessage`` as ``comet upload`` parses them (``comet offline`` shows no list values)."""
-    from comet_ml.messages import ParameterMessage
-
-    out = {}
-    with zipfile.ZipFile(archive) as zipped:
-        for line in zipped.read("messages.json").splitlines():
-            message = json.loads(line)
-            if message["type"] == ParameterMessage.type:
-                param = ParameterMessage.from_message_dict(message["payload"])
-                found = param.param or param.params
-                out[found["paramName"]] = found["paramValue"]
-    return out
-
-
-def comet_others(archive: Path) -> dict[str, object]:
-    """The Others of an archive (``log_other``), parsed by comet_ml's ``LogOtherMessage`` as ``comet
-    upload`` parses them (``comet offline`` reads only their older form)."""
-    from comet_ml.messages import LogOtherMessage
-
-    with zipfile.ZipFile(archive) as zipped:
-        messages = [json.loads(line) for line in zipped.read("messages.json").splitlines()]
-    others = [
-        LogOtherMessage.from_db_message_dict(m["payload"]) for m in messages if m["type"] == "log_other"
-    ]
-    return {o.key: o.value for o in others}
-
-
-def comet_texts(archive: Path) -> list[dict]:
-    with zipfile.ZipFile(archive) as zipped:
-        messages = [json.loads(line) for line in zipped.read("messages.json").splitlines()]
-        return [
-            {**m["payload"]["metadata"], "step": m["payload"]["additional_params"]["step"]}
-            | {"text": zipped.read(m["payload"]["file_path"]).decode()}
-            for m in messages
-            if m["type"] == "file_upload" and m["payload"]["upload_type"] == "text-sample"
-        ]
 
 
 def stored(run, key: str) -> list[tuple[int, float]]:
@@ -287,3 +224,37 @@ def test_a_users_own_comet_experiment_is_left_running(root, comet_env):
     (users,) = [a for a in Path(comet_env["COMET_OFFLINE_DIRECTORY"]).glob("*.zip") if a != mirror]
     assert [s for s, _ in comet_points(users)["user_metric"]] == list(range(1, 22))
     assert "loss" not in comet_points(users)
+
+
+def test_a_comet_server_that_is_down_costs_training_nothing(root, tmp_path):
+    """Online, with Comet's server unreachable: the mirror's thread waits on it, training does not;
+    ``finish()`` gives it the default time and counts what it missed (``sync-backend`` fills it once the
+    server is back; not testable here)."""
+    env = {
+        "COMET_API_KEY": "0123456789abcdef0123456789",
+        "COMET_URL_OVERRIDE": "http://127.0.0.1:9/clientlib/",  # nothing listens on port 9
+        "COMET_OFFLINE_DIRECTORY": str(tmp_path / "comet"),
+    }
+    proc = run_script(
+        f"""
+        import time
+        from tunetrack import Tracker
+        t = Tracker(dir={str(root)!r}, name="down", system=False, backends=["comet"]).start()
+        began = time.perf_counter()
+        for step in range(1, 1001):
+            t.log({{"loss": 1.0 / step}}, step=step)
+            if step % 100 == 0:
+                t.flush()
+        print(time.perf_counter() - began)
+        t.finish()
+        print(t.id)
+        """,
+        env=env,
+        timeout=120,
+    )
+    logging_s, run_id = proc.stdout.split()[-2:]
+    assert float(logging_s) < 5  # 1,000 log() calls never waited on the server
+    run = open_run(run_id, dir=root)
+    assert run.series("loss").steps.tolist() == list(range(1, 1001))  # the local run is complete
+    assert run.counters() == {"backend_missed/comet": 1000}
+    assert "backend comet did not catch up" in proc.stderr

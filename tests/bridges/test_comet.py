@@ -258,3 +258,28 @@ def test_a_comet_server_that_is_down_costs_training_nothing(root, tmp_path):
     assert run.series("loss").steps.tolist() == list(range(1, 1001))  # the local run is complete
     assert run.counters() == {"backend_missed/comet": 1000}
     assert "backend comet did not catch up" in proc.stderr
+
+
+def test_without_comet_ml_the_backend_and_the_importer_say_so_in_one_line(root, tmp_path):
+    """comet_ml is imported only when the backend starts or an import reads archives; missing, it is
+    one line each (the backend is disabled for the run, the run goes on)."""
+    proc = run_script(
+        f"""
+        import sys
+        sys.modules["comet_ml"] = None  # as if not installed
+        import tunetrack.backends.comet, tunetrack.bridges.importers.comet  # importable without it
+        from tunetrack import Tracker
+        from tunetrack.cli import main
+        t = Tracker(dir={str(root)!r}, name="no-comet", system=False, backends=["comet"]).start()
+        t.log({{"loss": 1.0}}, step=1)
+        t.finish()
+        sys.argv = ["tunetrack", "import", "comet", {str(tmp_path)!r}, "--dir", {str(root)!r}]
+        main()
+        """,
+        check=False,
+    )
+    assert "ImportError: the comet backend needs comet_ml: pip install 'tunetrack[comet]'" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "Error: importing Comet archives needs comet_ml: pip install 'tunetrack[comet]'"
+    )
+    assert open_run("no-comet", dir=root).series("loss").steps.tolist() == [1]

@@ -62,14 +62,26 @@ def stored(run, key: str) -> list[tuple[int, float]]:
 
 
 TRAIN = """
-    import sys
+    import sys, time
     from tunetrack import Tracker
-    steps = int(sys.argv[1])
+
+    class FakeGpu:  # system samples as the NVIDIA source names them, so the mapping is exercised on CPU
+        name = "fake-gpu"
+        n = 0
+        def sample(self):
+            self.n += 1
+            return {{"gpu.0.util": 50.0 + self.n % 7, "gpu.0.memory.used_bytes": 2e9, "gpu.0.power_w": 150.0,
+                    "mem.percent": 41.0, "gpu.0.odd": 1.0}}
+        def close(self): ...
+
+    steps, gpu = int(sys.argv[1]), FakeGpu()
     t = Tracker(
         dir=sys.argv[2], project="sft", name="mirror", tags=["baseline", "lora"],
         config={{"lr": 3e-4, "model": {{"layers": 2, "name": "tiny"}}, "fp16": True, "targets": ["q", "v"]}},
-        system=False, {backends}
+        system_sources=[gpu], system_interval=0.05, {backends}
     ).start()
+    while gpu.n < 3:
+        time.sleep(0.01)
     for step in range(1, steps + 1):
         row = {{"train/loss": 2.0 / step, "lr": 3e-4, "note": "text", "packed": step % 2 == 0}}
         if step % 100 == 0:
@@ -114,6 +126,17 @@ def test_a_run_mirrored_into_comet_offline(root, comet_env, steps, backends, by_
 
     points = comet_points(archive)
     assert points.pop("process duration")  # Comet's own, at end()
+    # system metrics under the names and units of Comet's own monitor (others under sys.)
+    system = {key: [(r["step"], r[key]) for r in run.system_rows() if key in r] for key in run.system_keys()}
+    for key, name, scale in [
+        ("gpu.0.util", "sys.gpu.0.gpu_utilization", 1),
+        ("gpu.0.memory.used_bytes", "sys.gpu.0.used_memory", 1),
+        ("gpu.0.power_w", "sys.gpu.0.power_usage", 1000),  # milliwatts, as NVML reports to Comet
+        ("mem.percent", "sys.ram.percent.used", 1),
+        ("gpu.0.odd", "sys.gpu.0.odd", 1),
+    ]:
+        assert len(system[key]) >= 3
+        assert points.pop(name) == [(s, v * scale) for s, v in system[key]], key
     # "note", a string, is not sent; "eval/loss" only from step 100
     assert set(points) == {"train/loss", "lr", "packed"} | ({"eval/loss"} if steps >= 100 else set())
     for key in points:

@@ -104,6 +104,8 @@ class CometBackend:
         self._info: RunInfo | None = None
         self._experiment: Any = None
         self._config: dict[str, Any] = {}
+        #: the step of the last training row sent
+        self._step: int | None = None
         #: a replay found this run's points in Comet already (then an empty replay writes nothing)
         self._held = False
         #: set once ``end()`` has returned (see ``_wait_at_exit``)
@@ -206,8 +208,13 @@ class CometBackend:
             numbers = {k: _metric(v) for k, v in values.items() if isinstance(v, (int, float))}
             if numbers:
                 experiment.log_metrics(numbers, step=step)
+                self._step = step
 
     def log_system(self, rows: Sequence[Row]) -> None:
+        """At the step training was at when each sample was taken. Comet takes a step given with a
+        metric as the step the experiment is at (its ``curr_step``, shown in its experiments table): the
+        step of the last training row is set back afterwards, so system samples, sent on their own
+        schedule, never move it."""
         experiment = self._open()
         for step, _, values in rows:
             mapped = {}
@@ -217,6 +224,8 @@ class CometBackend:
                     mapped[name] = value * scale
             if mapped:
                 experiment.log_metrics(mapped, step=step)
+        if self._step is not None and experiment.curr_step != self._step:
+            experiment.set_step(self._step)
 
     def log_event(self, event: dict[str, Any]) -> None:
         """Text samples as Comet text samples (its Text tab), one per sample, with the tunetrack key in

@@ -306,3 +306,34 @@ def test_without_comet_ml_the_backend_and_the_importer_say_so_in_one_line(root, 
         "Error: importing Comet archives needs comet_ml: pip install 'tunetrack[comet]'"
     )
     assert open_run("no-comet", dir=root).series("loss").steps.tolist() == [1]
+
+
+def test_a_backend_cut_off_by_finish_still_leaves_a_whole_archive(root, comet_env):
+    """Every row is sent, then ``finish()`` runs out of time (a ``backend_timeout`` far too short, as
+    on a loaded machine), before or while comet_ml's ``end()`` writes the archive: the process's exit
+    ends the experiment or waits for its end, so the archive is whole and holds every point."""
+    proc = run_script(
+        f"""
+        import time
+        from tunetrack import Tracker
+        from tunetrack.backends.comet import CometBackend
+        backend = CometBackend()
+        t = Tracker(dir={str(root)!r}, name="late", system=False, backends=[backend], backend_timeout=0.01).start()
+        for step in range(1, 101):
+            t.log({{"loss": 1.0 / step}}, step=step)
+        t.flush()
+        deadline = time.monotonic() + 120
+        while backend._step != 100 and time.monotonic() < deadline:  # the backend has sent every row
+            time.sleep(0.05)
+        t.finish()
+        print(t.id)
+        """,
+        env=comet_env,
+    )
+    run_id = proc.stdout.split()[-1]
+    assert "backend comet did not catch up" in proc.stderr
+    assert open_run(run_id, dir=root).counters() == {}
+    (archive,) = archives(comet_env, run_id)
+    assert comet_points(archive)["loss"] == stored(open_run(run_id, dir=root), "loss")
+    # the state is there when the backend's finish() began before the time ran out
+    assert comet_others(archive).get("tunetrack.state") in ("finished", None)

@@ -50,8 +50,8 @@ _SYSTEM = {
     "gpu.{i}.power_limit_w": ("sys.gpu.{i}.power_limit", 1000.0),
     "gpu.{i}.temp_c": ("sys.gpu.{i}.temperature", 1.0),
 }
-#: the longest the process's exit waits for an ``end()`` under way (comet_ml's own exit waits as long
-#: for an offline experiment's messages)
+#: the longest the process's exit waits for an ``end()`` under way on the backend's thread (comet_ml's
+#: own exit waits as long for an offline experiment's messages)
 EXIT_WAIT = 120.0
 #: how Comet writes the floats JSON has no spelling for
 _SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
@@ -108,9 +108,9 @@ class CometBackend:
         self._step: int | None = None
         #: a replay found this run's points in Comet already (then an empty replay writes nothing)
         self._held = False
-        #: set once ``end()`` has returned (see ``_wait_at_exit``)
-        self._ended = threading.Event()
-        self._ending = False
+        #: held while the experiment ends, and whether it has (see ``_at_exit``)
+        self._ending = threading.Lock()
+        self._ended = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self, run: RunInfo) -> None:
@@ -155,7 +155,7 @@ class CometBackend:
                     online=self.online,
                     experiment_config=settings,
                 )
-            atexit.register(self._wait_at_exit)
+            atexit.register(self._at_exit)
             self._experiment.log_other(names.RUN_ID, self._info.id)
             if self._config:
                 self._experiment.log_parameters(self._config)
@@ -177,22 +177,28 @@ class CometBackend:
             return  # a replay that had nothing new to send
         experiment = self._open()
         experiment.log_other(names.STATE, state)
-        self._ending = True
-        try:
-            experiment.end()
-        finally:
-            self._ended.set()
-            atexit.unregister(self._wait_at_exit)
+        self._end()
 
-    def _wait_at_exit(self) -> None:
-        """At the process's exit, wait for an ``end()`` under way on the backend's thread. comet_ml writes
-        an offline archive in ``end()`` and, when a script exits before, at exit; calling ``end()`` turns
-        its own exit hook off, and the backend's thread (a daemon) would die mid-archive if the run's
-        ``backend_timeout`` ran out first, leaving a zip that cannot be uploaded. The wait costs the
-        process's exit, never training. Without ``end()`` under way (the backend was cut off before its
-        ``finish``), comet_ml's own exit hook ends the experiment."""
-        if self._ending and not self._ended.is_set():
-            self._ended.wait(EXIT_WAIT)
+    def _end(self) -> None:
+        with self._ending:
+            if not self._ended:
+                try:
+                    self._experiment.end()
+                finally:
+                    self._ended = True
+                    atexit.unregister(self._at_exit)
+
+    def _at_exit(self) -> None:
+        """At the process's exit, an experiment not yet ended is ended, and an ``end()`` under way on
+        the backend's thread is waited for: comet_ml writes an offline archive in ``end()``, and its own
+        exit hook runs only on the thread that started the experiment (the backend's, a daemon that
+        dies at exit). Without this, a backend cut off by the run's ``backend_timeout`` (its rows
+        counted as missed) would leave a zip that cannot be uploaded, or none. The wait costs the
+        process's exit, never training, as comet_ml's own exit does for its users' experiments."""
+        if self._ending.acquire(timeout=EXIT_WAIT):
+            self._ending.release()
+            with contextlib.suppress(Exception):  # at exit: nothing left to report an error to
+                self._end()
 
     # -- data --------------------------------------------------------------------------------------
     def log_config(self, config: dict[str, Any]) -> None:

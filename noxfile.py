@@ -237,7 +237,7 @@ def objectstore(session: nox.Session) -> None:
 
 
 #: the trackers the bridges mirror into and import from, each the real package its users install
-BRIDGES_TEST_PACKAGES = ["mlflow", "wandb", "trackio", "tensorboard"]
+BRIDGES_TEST_PACKAGES = ["mlflow", "wandb", "trackio", "tensorboard", "comet_ml"]
 
 
 @nox.session(python="3.11")

@@ -34,6 +34,7 @@ HEAVY = [
     "omegaconf",
     "llamafactory",
     "deepspeed",
+    "comet_ml",
 ]
 
 #: the wheel's unconditional requirements: the tracker, the store, the read API and the CLI

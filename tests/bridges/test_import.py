@@ -1,8 +1,8 @@
 """``tunetrack import``: runs written with each tracker's own library (TensorBoard's ``SummaryWriter``,
-``mlflow`` into a real ``mlflow server``, ``wandb`` offline, ``trackio`` locally), imported through the
-real command, and compared point by point with what the source holds, read back with the source's
-own reader: every step, value and wall time, the config, tags, name and state. A second import
-creates nothing new; a missing source or an unreachable server is a one-line error."""
+``mlflow`` into a real ``mlflow server``, ``wandb`` offline, ``trackio`` locally, ``comet_ml`` offline),
+imported through the real command, and compared point by point with what the source holds, read back
+with the source's own reader: every step, value and wall time, the config, tags, name and state. A
+second import creates nothing new; a missing source or an unreachable server is a one-line error."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ import socket
 import struct
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from comet_files import comet_others, comet_points, started
 from helpers import SRC, run_script
 from tunetrack import Tracker
 from tunetrack.backends.mlflow import MLflowBackend
@@ -290,6 +292,73 @@ def test_trackio_round_trip(root, tmp_path):
     assert sorted(r.name for r in list_runs(root)) == ["good", "other"]
 
 
+def test_comet_offline_archives_round_trip(root, tmp_path):
+    """Archives written by comet_ml itself (``comet_ml.start`` offline), imported and compared value by
+    value with what comet_ml's message classes read from them; a run tunetrack mirrored into Comet is
+    already in the store."""
+    offline = tmp_path / "comet"
+    env = {"COMET_START_ONLINE": "false", "COMET_OFFLINE_DIRECTORY": str(offline)}
+    run_script(
+        """
+        import comet_ml
+        exp = comet_ml.start(project_name="sweep", experiment_config=comet_ml.ExperimentConfig(name="good", tags=["a", "b"]))
+        exp.log_parameters({"lr": 3e-4, "epochs": 3, "optim": "adamw", "model": {"layers": 2}, "fp16": True, "ids": [1, 2]})
+        exp.log_other("team", "nlp")
+        exp.log_other("best", True)
+        for step in range(1, 1201):
+            exp.log_metrics({"train/loss": 2.0 / step, "lr": 3e-4}, step=step)
+            if step % 400 == 0:
+                exp.log_metric("eval/loss", 1.0 / step, step=step)
+        exp.end()
+        exp = comet_ml.start(project_name="sweep", experiment_config=comet_ml.ExperimentConfig(name="stepless"))
+        for value in (1.0, float("nan"), 3.0):
+            exp.log_metric("loss", value)
+        exp.end()
+        """,
+        env=env,
+    )
+    mirrored = run_script(  # a training script whose run tunetrack mirrored into Comet
+        f"""
+        from tunetrack import Tracker
+        from tunetrack.backends.comet import CometBackend
+        t = Tracker(dir={str(root)!r}, name="mirrored", system=False, backends=[CometBackend()]).start()
+        t.log({{"loss": 1.0}}, step=1)
+        t.finish()
+        print(t.id)
+        """,
+        env=env,
+    ).stdout.split()[-1]
+    out = imported_twice("comet", str(offline), root=root)
+    assert out.count(": imported") == 2 and f"{mirrored}  mirrored: already in the store" in out, out
+
+    (source,) = [a for a in offline.glob("*.zip") if comet_others(a).get("Name") == "good"]
+    good = open_run("good", dir=root)
+    assert good.project == "sweep" and good.state == "finished"
+    assert good.config == {
+        "lr": 3e-4,
+        "epochs": 3,
+        "optim": "adamw",
+        "model": {"layers": 2},
+        "fp16": True,
+        "ids": [1, 2],
+    }
+    assert sorted(good.tags) == ["a", "b", "best", "team=nlp"]
+    history = comet_points(source, times=True)
+    for key in ("train/loss", "lr", "eval/loss"):
+        assert points(good, key) == sorted(history[key], key=lambda p: p[1]), key
+    assert len(points(good, "train/loss")) == 1200
+    assert "process duration" not in good.keys()  # Comet's own
+    assert good.created == started(source) / 1000
+    assert provenance(good)["imported"] == f"from comet {source.resolve()}"
+    stepless = open_run("stepless", dir=root)
+    got = [(s, v) for s, _, v in points(stepless, "loss")]
+    assert [s for s, _ in got] == [0, 0, 0] and got[0][1] == 1.0 and str(got[1][1]) == "nan"
+
+    one = root.parent / "one"  # one archive named, into a project given
+    tunetrack("import", "comet", str(source), "--project", "p", "--dir", str(one))
+    assert [(r.name, r.project) for r in list_runs(one)] == [("good", "p")]
+
+
 @pytest.mark.parametrize(
     ("args", "error"),
     [
@@ -302,10 +371,23 @@ def test_trackio_round_trip(root, tmp_path):
             ["mlflow", "--tracking-uri", "http://127.0.0.1:9"],
             "Error: cannot read MLflow at http://127.0.0.1:9: ",
         ),
+        (["comet", "{tmp}/nope.zip"], "Error: no such file or folder: {tmp}/nope.zip"),
+        (["comet", "{tmp}/trackio"], "Error: no Comet offline archives (*.zip) in {tmp}/trackio"),
+        (
+            ["comet", "{tmp}/corrupt.zip"],
+            "Error: not a Comet offline archive: {tmp}/corrupt.zip (File is not a zip",
+        ),
+        (
+            ["comet", "{tmp}/other.zip"],
+            "Error: not a Comet offline archive: {tmp}/other.zip (\"There is no item named 'experiment.json'",
+        ),
     ],
 )
 def test_a_missing_source_is_one_line(tmp_path, args, error):
     (tmp_path / "trackio").mkdir()
+    (tmp_path / "corrupt.zip").write_bytes(b"PK\x03\x04 cut short")
+    with zipfile.ZipFile(tmp_path / "other.zip", "w") as other:  # a zip, but not Comet's
+        other.writestr("readme.txt", "hello")
     proc = tunetrack(
         "import",
         *[a.format(tmp=tmp_path) for a in args],

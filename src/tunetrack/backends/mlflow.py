@@ -25,6 +25,7 @@ from .._warnings import warn_once
 from ..config.tree import flatten
 from .base import Row, RunInfo
 from .names import mlflow as names
+from .system_names import renamed
 
 #: MLflow's limits for one ``log_batch`` request, and for one param
 MAX_METRICS, MAX_PARAMS, MAX_VALUE = 1000, 100, 6000
@@ -42,7 +43,6 @@ _SYSTEM = {
     "gpu.{i}.memory.percent": ("gpu_{i}_memory_usage_percentage", 1.0),
     "gpu.{i}.power_w": ("gpu_{i}_power_usage_watts", 1.0),
 }
-_GPU = re.compile(r"gpu\.(\d+)\.(.+)")
 
 
 def request_limits(timeout: float, retries: int) -> dict[str, str]:
@@ -88,10 +88,8 @@ def _bounded(method: Callable[..., Any]) -> Callable[..., Any]:
 def system_name(key: str) -> tuple[str, float]:
     """MLflow's name for a tunetrack system metric, and the factor to its unit; keys MLflow has no
     name for keep theirs (under ``system/``, as MLflow's own are)."""
-    gpu = _GPU.fullmatch(key)
-    pattern, index = (f"gpu.{{i}}.{gpu.group(2)}", gpu.group(1)) if gpu else (key, "")
-    name, scale = _SYSTEM.get(pattern, (metric_name(key), 1.0))
-    return "system/" + name.replace("{i}", index), scale
+    name, scale = renamed(key, _SYSTEM) or (metric_name(key), 1.0)
+    return "system/" + name, scale
 
 
 def metric_name(key: str) -> str:

@@ -10,34 +10,29 @@ Needs ``pip install 'tunetrack[trackio]'``, imported when the run starts.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .base import Row, RunInfo
 from .names import trackio as names
+from .system_names import renamed
 
 #: tunetrack's per-GPU keys -> (trackio's name, scale): trackio's GPU monitor reports GiB and watts
-_GPU_NAMES = {
-    "util": ("utilization", 1.0),
-    "mem_util": ("memory_utilization", 1.0),
-    "memory.used_bytes": ("allocated_memory", 1 / 2**30),
-    "memory.total_bytes": ("total_memory", 1 / 2**30),
-    "power_w": ("power", 1.0),
-    "power_limit_w": ("power_limit", 1.0),
-    "temp_c": ("temp", 1.0),
+_SYSTEM = {
+    "gpu.{i}.util": ("gpu/{i}/utilization", 1.0),
+    "gpu.{i}.mem_util": ("gpu/{i}/memory_utilization", 1.0),
+    "gpu.{i}.memory.used_bytes": ("gpu/{i}/allocated_memory", 1 / 2**30),
+    "gpu.{i}.memory.total_bytes": ("gpu/{i}/total_memory", 1 / 2**30),
+    "gpu.{i}.power_w": ("gpu/{i}/power", 1.0),
+    "gpu.{i}.power_limit_w": ("gpu/{i}/power_limit", 1.0),
+    "gpu.{i}.temp_c": ("gpu/{i}/temp", 1.0),
 }
-_GPU = re.compile(r"gpu\.(\d+)\.(.+)")
 
 
 def system_name(key: str) -> tuple[str, float]:
     """trackio's name for a tunetrack system metric (``gpu/0/utilization``), and the factor to its
     unit; other keys keep tunetrack's name."""
-    gpu = _GPU.fullmatch(key)
-    if gpu and gpu.group(2) in _GPU_NAMES:
-        name, scale = _GPU_NAMES[gpu.group(2)]
-        return f"gpu/{gpu.group(1)}/{name}", scale
-    return key, 1.0
+    return renamed(key, _SYSTEM) or (key, 1.0)
 
 
 class TrackioBackend:

@@ -52,7 +52,7 @@ def sync_command(destination: str, dir: str | None, runs: tuple[str, ...]) -> No
     "--to",
     "backend",
     required=True,
-    help="A backend's name (mlflow, tensorboard, wandb, trackio, or one a package registers); it takes "
+    help="A backend's name (mlflow, tensorboard, wandb, trackio, comet, or one a package registers); it takes "
     "its settings from its own environment variables (MLFLOW_TRACKING_URI, ...).",
 )
 @dir_option(path=False)
@@ -60,8 +60,8 @@ def sync_command(destination: str, dir: str | None, runs: tuple[str, ...]) -> No
 def sync_backend_command(runs: list[str], backend: str, dir: str | None) -> None:
     """Send recorded RUNS into a backend: what a live mirror missed, or runs recorded offline.
 
-    The backend continues the same remote run; where it can say what it holds (MLflow, TensorBoard),
-    only the missing points are sent, so a second call sends nothing.
+    The backend continues the same remote run; where it can say what it holds (MLflow, TensorBoard,
+    trackio, Comet), only the missing points are sent, so a second call sends nothing.
     """
     from ..bridges.replay import replay
     from ..reader import open_run
@@ -155,3 +155,14 @@ def import_trackio(trackio_project: str | None, dir: str | None, project: str | 
     from ..bridges.importers import trackio
 
     _import("trackio", trackio.runs(trackio_project), dir, project)
+
+
+@import_group.command("comet")
+@click.argument("archives", nargs=-1, required=True)
+@import_options
+@friendly
+def import_comet(archives: tuple[str, ...], dir: str | None, project: str | None) -> None:
+    """Comet offline experiment archives (the .zip files comet_ml writes offline, or folders of them)."""
+    from ..bridges.importers import comet
+
+    _import("comet", comet.runs(archives), dir, project)

@@ -19,7 +19,7 @@ from typing import Any
 from ... import states
 from ...backends.mlflow import limited, request_limits
 from ...backends.names import mlflow as names
-from .source import Imported, SourceError, SourceRun, rows_of, settled
+from .source import Imported, SourceError, SourceRun, nested, rows_of, settled
 
 _STATES = {"FINISHED": states.FINISHED, "FAILED": states.FAILED, "KILLED": states.KILLED}
 #: per-request bounds while importing: an unreachable server is an error in seconds, not minutes
@@ -97,19 +97,8 @@ def _run(client: Any, where: str, experiment: str, run: Any) -> SourceRun | Impo
 
 def _config(params: dict[str, str]) -> dict[str, Any]:
     """Params as a config: each value parsed back (JSON, or Python's spelling of a bool or None), and
-    dotted keys nested again (the flattening tunetrack's own mlflow backend does), unless a key is
-    both a value and a prefix."""
-    flat = {key: _value(text) for key, text in params.items()}
-    nested: dict[str, Any] = {}
-    for key in sorted(flat):
-        parts, node = key.split("."), nested
-        if any(".".join(parts[:i]) in flat for i in range(1, len(parts))):
-            nested[key] = flat[key]
-            continue
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = flat[key]
-    return nested
+    dotted keys nested again (the flattening tunetrack's own mlflow backend does)."""
+    return nested({key: _value(text) for key, text in params.items()}, ".")
 
 
 def _value(text: str) -> Any:

@@ -1,13 +1,13 @@
 """What an importer yields: a run as another tracker recorded it (``SourceRun``), and the helpers that
 turn a source's records into tunetrack's rows. Each importer module (``tensorboard``, ``mlflow``,
-``wandb``, ``trackio``) is an ``Importer``."""
+``wandb``, ``trackio``, ``comet``) is an ``Importer``."""
 
 from __future__ import annotations
 
 import hashlib
 import string
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,7 +16,7 @@ from ...backends.base import Row
 from ...errors import TunetrackError
 
 #: the trackers runs can be imported from: ``tunetrack import NAME``
-SOURCES = ("tensorboard", "mlflow", "wandb", "trackio")
+SOURCES = ("tensorboard", "mlflow", "wandb", "trackio", "comet")
 #: a value the store keeps as a metric point (what a source holds beside them, tables, images, ..., is not imported)
 SCALARS = (int, float, bool, str, type(None))
 
@@ -95,6 +95,22 @@ def number(value: Any) -> Any:
 
 def scalars(values: dict[str, Any]) -> dict[str, Any]:
     return {key: number(value) for key, value in values.items() if isinstance(value, SCALARS)}
+
+
+def nested(flat: Mapping[str, Any], separator: str) -> dict[str, Any]:
+    """A tracker's flat params as a nested config: keys joined with ``separator`` (the way the tracker,
+    or tunetrack's mirror into it, flattened a nested config) nested again, unless a key is both a
+    value and a prefix (then it stays as it is)."""
+    out: dict[str, Any] = {}
+    for key in sorted(flat):
+        parts, node = key.split(separator), out
+        if any(separator.join(parts[:i]) in flat for i in range(1, len(parts))):
+            out[key] = flat[key]
+            continue
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = flat[key]
+    return out
 
 
 def rows_of(points: Iterable[tuple[float, int, str, Any]]) -> Iterator[Row]:

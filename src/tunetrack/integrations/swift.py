@@ -82,17 +82,19 @@ def _value(text: str) -> Any:
 def argument_groups(args: Any, skip: Sequence[type] = ()) -> dict[str, dict[str, Any]]:
     """ms-swift's argument object split into its groups: each field under the dataclass that declares
     it (``SftArguments`` inherits ``ModelArguments``, ``DataArguments``, ``TemplateArguments``,
-    ``TunerArguments``, ...), as ``model_args``, ``data_args``, ... Fields of a class in ``skip`` (the
-    trainer's own ``TrainingArguments``, recorded as ``args``) are left out. Never raises."""
+    ``TunerArguments``, ...), as ``model_args``, ``data_args``, ... Fields of the dataclasses in
+    ``skip`` (the trainer's own ``TrainingArguments``, recorded as ``args``) are left out, also where
+    ``SftArguments`` declares them again to change a default. Never raises."""
     if not dataclasses.is_dataclass(args) or isinstance(args, type):
         return {}
-    skipped = {c for s in skip for c in s.__mro__}
+    skipped = {f.name for s in skip if dataclasses.is_dataclass(s) for f in dataclasses.fields(s)}
     owners = [c for c in type(args).__mro__ if "__annotations__" in c.__dict__]
     groups: dict[str, dict[str, Any]] = {}
     for f in dataclasses.fields(args):
+        if f.name in skipped:
+            continue
         owner = next((c for c in owners if f.name in c.__dict__["__annotations__"]), type(args))
-        if owner not in skipped:
-            groups.setdefault(_group_name(owner), {})[f.name] = getattr(args, f.name, None)
+        groups.setdefault(_group_name(owner), {})[f.name] = getattr(args, f.name, None)
     return groups
 
 

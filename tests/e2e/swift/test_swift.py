@@ -129,3 +129,20 @@ def test_resume_from_a_checkpoint_is_one_run_with_a_rewind(tmp_path, root, asset
     checkpoints = [(e["step"], e["path"]) for e in run.events() if e["kind"] == "checkpoint"]
     assert [step for step, _ in checkpoints] == [2, 4]
     assert "v1-" in checkpoints[-1][1]  # the resumed attempt's
+
+
+def test_two_processes_are_one_run(tmp_path, root, assets):
+    """NPROC_PER_NODE=2: swift's CLI starts torchrun (gloo on CPU); the options reach both processes
+    through the environment, world rank 0 records, the job is one run."""
+    out = run_swift(
+        [
+            *DROP_IN, "sft", "--model", str(assets["model"]), "--dataset", str(assets["chat"]), *COMMON,
+            "--output_dir", str(tmp_path / "out"), "--max_steps", "3", "--split_dataset_ratio", "0",
+            "--save_strategy", "no", "--ddp_backend", "gloo", f"tunetrack.dir={root}", "tunetrack.name=ddp",
+        ],
+        env={"NPROC_PER_NODE": "2", "MASTER_PORT": "29561"},
+    )  # fmt: skip
+    assert "torch.distributed.run --nproc_per_node 2" in out
+    (run,) = list_runs(root)
+    assert (run.name, run.state) == ("ddp", "finished")
+    assert run.series("loss").steps.tolist() == [1, 2, 3]

@@ -87,14 +87,18 @@ def argument_groups(args: Any, skip: Sequence[type] = ()) -> dict[str, dict[str,
     ``SftArguments`` declares them again to change a default. Never raises."""
     if not dataclasses.is_dataclass(args) or isinstance(args, type):
         return {}
-    skipped = {f.name for s in skip if dataclasses.is_dataclass(s) for f in dataclasses.fields(s)}
-    owners = [c for c in type(args).__mro__ if "__annotations__" in c.__dict__]
-    groups: dict[str, dict[str, Any]] = {}
-    for f in dataclasses.fields(args):
-        if f.name in skipped:
-            continue
-        owner = next((c for c in owners if f.name in c.__dict__["__annotations__"]), type(args))
-        groups.setdefault(_group_name(owner), {})[f.name] = getattr(args, f.name, None)
+    try:
+        skipped = {f.name for s in skip if dataclasses.is_dataclass(s) for f in dataclasses.fields(s)}
+        owners = [c for c in type(args).__mro__ if "__annotations__" in c.__dict__]
+        groups: dict[str, dict[str, Any]] = {}
+        for f in dataclasses.fields(args):
+            if f.name in skipped:
+                continue
+            owner = next((c for c in owners if f.name in c.__dict__["__annotations__"]), type(args))
+            groups.setdefault(_group_name(owner), {})[f.name] = getattr(args, f.name, None)
+    except Exception as exc:  # the groups are a nicety: training goes on without them
+        warn_once("swift:groups", f"could not split ms-swift's arguments into groups: {exc!r}")
+        return {}
     return groups
 
 

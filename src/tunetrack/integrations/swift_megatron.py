@@ -75,13 +75,15 @@ class TunetrackMegatronCallback(MegatronCallback):
             resume_step=step if saved is not None else None,
         ).start()
         if self._recording:
-            auto_resume.remember(self.args.output_dir, self.tracker)
+            if getattr(self.args, "output_dir", None):
+                auto_resume.remember(self.args.output_dir, self.tracker)
             self.tracker.log_config(self._config())
 
     def _recall(self) -> auto_resume.Marker | None:
         """The run of the attempt this one resumes: its marker in ``output_dir``, else beside the
         checkpoint loaded (``--mcore_model``/``--mcore_adapter`` with ``--finetune false``)."""
-        saved = auto_resume.recall(self.args.output_dir)
+        output_dir = getattr(self.args, "output_dir", None)
+        saved = auto_resume.recall(output_dir) if output_dir else None
         for checkpoint in (
             getattr(self.args, "mcore_model", None),
             getattr(self.args, "mcore_adapter", None),
@@ -110,8 +112,7 @@ class TunetrackMegatronCallback(MegatronCallback):
     def on_save(self, output_dir: str | None = None) -> None:
         if self._recording:
             assert self.tracker is not None
-            path = output_dir or str(Path(self.args.output_dir) / f"checkpoint-{self.state.iteration}")
-            self.tracker.event("checkpoint", step=self.state.iteration, path=str(path))
+            self.tracker.event("checkpoint", step=self.state.iteration, path=output_dir)
 
     def on_train_end(self) -> None:
         """The run goes on to the end of the process (ms-swift saves the last state after this)."""

@@ -171,6 +171,25 @@ def llamafactory(session: nox.Session) -> None:
     _pytest(session, "llamafactory", "tests/e2e/llamafactory", "-m", "e2e")
 
 
+#: ms-swift 4.6 beside tunetrack: its own pins (transformers < 5.20, TRL < 1.0, peft < 0.21), and msgspec,
+#: which its GRPO trainer imports without requiring it
+SWIFT_PACKAGES = ["ms-swift==4.6.*", "transformers<5.20", "trl<1.0", "peft<0.21", "datasets<4.8.5", "msgspec"]
+
+
+@nox.session(python="3.11")
+def swift(session: nox.Session) -> None:
+    """ms-swift 4.6 in its own venv: `swift sft`/`swift rlhf` with tunetrack's plugin and drop-in on CPU,
+    and the Megatron-SWIFT callback driven through its hooks (Megatron itself needs CUDA)."""
+    _env(session)
+    session.env.update({"MODELSCOPE_OFFLINE": "1", "USE_HF": "1"})
+    session.install(TORCH)
+    session.install(*SWIFT_PACKAGES, TORCH)
+    # --no-deps: leave ms-swift's resolved pins alone
+    session.install("-e", ".", "--no-deps")
+    session.install(*_core_requirements(), "pytest", "pytest-timeout", "hypothesis", "pillow")
+    _pytest(session, "swift", "tests/e2e/swift", "-m", "e2e")
+
+
 @nox.session(python="3.11")
 def deepspeed(session: nox.Session) -> None:
     """The real deepspeed launcher, two processes on CPU (gloo), each driving a DeepSpeed engine."""
@@ -376,7 +395,7 @@ def _default_sessions() -> list[str]:
     it needs an NVIDIA GPU, which CI does not have (``bash scripts/gpu`` runs it on one)."""
     sessions = ["lint", "tests"]
     sessions += [name for name, (folder, _) in FRAMEWORKS.items() if _has_tests(folder)]
-    sessions += [name for name in ("llamafactory", "deepspeed") if _has_tests(f"tests/e2e/{name}")]
+    sessions += [name for name in ("llamafactory", "swift", "deepspeed") if _has_tests(f"tests/e2e/{name}")]
     if _has_tests("tests/ui"):
         sessions.append("ui")
     if _has_tests("tests/notebook"):

@@ -18,25 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._warnings import warn_once
+from .support.options import split_options
 from .transformers import TunetrackCallback
 
 USAGE = "usage: python -m tunetrack.integrations.llamafactory train CONFIG.yaml [key=value ...] [tunetrack.KEY=VALUE ...]"
-OPTIONS = ("project", "name", "dir", "tags", "backends")
-
-
-def split_options(argv: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
-    """Separate ``tunetrack.KEY=VALUE`` overrides (ours) from LLaMA Factory's arguments."""
-    rest, options = [], {}
-    for arg in argv:
-        key, sep, value = arg.partition("=")
-        if sep and key.startswith("tunetrack.") and key[len("tunetrack.") :] in OPTIONS:
-            name = key[len("tunetrack.") :]
-            options[name] = [t for t in value.split(",") if t] if name in ("tags", "backends") else value
-        elif key.startswith("tunetrack."):
-            raise SystemExit(f"unknown option {key!r}; tunetrack options are {', '.join(OPTIONS)}")
-        else:
-            rest.append(arg)
-    return rest, options
 
 
 def argument_groups(args: Any) -> dict[str, Any]:

@@ -136,7 +136,7 @@ class TunetrackCallback(TrainerCallback):
         search = bool(state.is_hyper_param_search)
         resume_id, resume_step, root = None, None, self.dir
         if self.resume == "auto":
-            saved = auto_resume.recall(args.output_dir) if training and state.global_step > 0 else None
+            saved = _recall(args) if training and state.global_step > 0 else None
             if saved is not None and not search:
                 resume_id, resume_step = saved.run_id, state.global_step
                 if root is None and saved.dir is not None:
@@ -157,7 +157,7 @@ class TunetrackCallback(TrainerCallback):
 
     def _resumable(self, args: Any) -> str | None:
         """The run id a resumed train() re-attaches to (``resume="auto"``), from ``output_dir``."""
-        saved = auto_resume.recall(args.output_dir) if self.resume == "auto" else None
+        saved = _recall(args) if self.resume == "auto" else None
         return saved.run_id if saved is not None else None
 
     def _note(self, args: Any) -> None:
@@ -181,7 +181,7 @@ class TunetrackCallback(TrainerCallback):
             return
         assert self.tracker is not None
         if getattr(args, "log_completions", False):
-            self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
+            self._collect_completions(args)
         if state.is_hyper_param_search and not self._final_logged:
             # A completed train() logs its final record (train_loss) before on_train_end; Optuna's
             # pruning calls on_train_end straight from the evaluation, then raises TrialPruned.
@@ -213,7 +213,7 @@ class TunetrackCallback(TrainerCallback):
                 self._start(args, state, model, training=False)
             if self._recording:
                 assert self.tracker is not None
-                row = dict(logs)  # a copy: other callbacks see the Trainer's dict unchanged
+                row = self._row(logs, state)  # a copy: other callbacks see the Trainer's dict unchanged
                 if self._throughput is not None:
                     row.update(self._throughput.update(state.global_step, time.time(), logs))
                 self.tracker.log(row, step=state.global_step)
@@ -253,8 +253,17 @@ class TunetrackCallback(TrainerCallback):
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if getattr(args, "log_completions", False) and self._recording and state.is_world_process_zero:
-            assert self.tracker is not None
-            self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
+            self._collect_completions(args)
+
+    # -- what a framework built on the Trainer changes (ms-swift's callback overrides these) ----------
+    def _row(self, logs: dict[str, Any], state: Any) -> dict[str, Any]:
+        """The row to record for one ``on_log``: a copy of ``logs``."""
+        return dict(logs)
+
+    def _collect_completions(self, args: Any) -> None:
+        """Record the generations TRL wrote since the last call (``log_completions=True``)."""
+        assert self.tracker is not None
+        self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._recording and state.is_world_process_zero:
@@ -285,6 +294,17 @@ class TunetrackCallback(TrainerCallback):
             except Exception:
                 pass
         return config
+
+
+def _recall(args: Any) -> auto_resume.Marker | None:
+    """The run an earlier attempt of this training recorded: its marker in ``output_dir``, else beside
+    the checkpoint it resumes from (``args.resume_from_checkpoint``), which is in another folder when
+    every attempt writes to a new one (ms-swift's versioned ``output_dir``)."""
+    saved = auto_resume.recall(args.output_dir)
+    checkpoint = getattr(args, "resume_from_checkpoint", None)
+    if saved is None and isinstance(checkpoint, (str, os.PathLike)) and str(checkpoint):
+        saved = auto_resume.recall(Path(checkpoint).parent)
+    return saved
 
 
 def _gpu_name() -> str | None:

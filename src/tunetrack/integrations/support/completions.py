@@ -2,11 +2,15 @@
 
 TRL's GRPO trainer (``log_completions=True``) writes ``completions/completions_<step>.parquet`` after
 the ``on_log`` of that step and sends the table only to wandb and trackio; ``CompletionFiles`` reads
-each new file once and records its rows with ``Tracker.log_text``.
+each new file once and records its rows with ``Tracker.log_text``. ms-swift's GRPO trainer appends
+the same table to one file instead, ``completions.jsonl``, a line per logging step holding a column
+per field (``{"step": ["3", ...], "prompt": [...], "completion": [...], <reward>: [...]}``), also after
+that step's ``on_log``; ``CompletionLog`` reads the lines added since its last call.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +42,41 @@ class CompletionFiles:
                 if "step" in frame and len(frame)
                 else int(path.stem.split("_")[-1])
             )
-            rows = [
-                {
-                    k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v))
-                    for k, v in r.items()
-                }
-                for r in frame.to_dict("records")
-            ]
-            tracker.log_text(KEY, rows, step=step)
+            tracker.log_text(KEY, _plain(frame.to_dict("records")), step=step)
+
+
+class CompletionLog:
+    """One JSON Lines file of column tables, read from where the last call stopped. A line not yet
+    ended by a newline is still being written and waits for the next call; a line that is not a table
+    is skipped."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+
+    def collect(self, path: Path, tracker: Any) -> None:
+        try:
+            with open(path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        for line in data[:end].splitlines():
+            try:
+                table = json.loads(line)
+                columns = {k: list(v) for k, v in table.items() if isinstance(v, list)}
+                rows = [dict(zip(columns, values)) for values in zip(*columns.values())]
+                step = int(rows[0]["step"]) if rows and "step" in rows[0] else None
+            except (ValueError, TypeError, AttributeError):
+                continue
+            if rows:
+                tracker.log_text(KEY, _plain(rows), step=step)
+
+
+def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of plain values: anything else (lists, images, NumPy values) as its text."""
+    return [
+        {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in r.items()}
+        for r in rows
+    ]

@@ -7,8 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,9 @@ from click.testing import CliRunner
 from helpers import SRC, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
+from tunetrack.errors import RunNotFound
 from tunetrack.reader import open_run
+from tunetrack.store import StoreUnavailable
 
 from .proxy import FaultProxy
 
@@ -28,15 +28,12 @@ def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
 
 
-def answers(url: str) -> bool:
-    """The store at ``url`` answers an HTTP request (with any status)."""
+def loss_steps(run_id: str, url: str) -> list[int] | None:
+    """The run's loss steps as the store at ``url`` holds them; None while the store does not answer."""
     try:
-        urllib.request.urlopen(url, timeout=1).close()
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
+        return open_run(run_id, dir=url).series("loss").steps.tolist()
+    except (StoreUnavailable, RunNotFound):
+        return None
 
 
 def sync(*args: str) -> str:
@@ -117,8 +114,8 @@ time.sleep(60)
     os.kill(proc.pid, signal.SIGKILL)  # the machine is lost before the store comes back
     proc.wait(timeout=10)
     proxy.reopen()
-    wait_until(lambda: answers(url))
-    assert open_run(run_id, dir=url).series("loss").steps.tolist() == list(range(1, 101))
+    wait_until(lambda: loss_steps(run_id, url) is not None)
+    assert loss_steps(run_id, url) == list(range(1, 101))
     out = sync("--to", url)  # no --dir: the default local store (none here) and this machine's spool
     assert "spool" in out or "sent" in out
     steps = open_run(run_id, dir=url).series("loss").steps.tolist()

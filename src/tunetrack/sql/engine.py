@@ -134,7 +134,10 @@ def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Ta
         wanted = named_tables(con, sql)
         for name in TABLES:
             con.register(name, tables.table(name) if name in wanted else empty(name))
-        result: pa.Table = con.sql(sql).fetch_arrow_table()
+        relation = con.sql(sql)
+        # ``to_arrow_table`` from DuckDB 1.4 on; older releases (1.1 on, the extra's floor) spell it so
+        fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
+        result: pa.Table = fetch()
         return result
     except duckdb.Error as exc:
         raise QueryError(_one_line(exc)) from None

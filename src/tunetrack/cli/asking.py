@@ -46,3 +46,22 @@ def query_command(sql: str, dir: str | None, fmt: str, output: str | None) -> No
     count = export.write_result(result, fmt, output)
     if output is not None:
         click.echo(f"wrote {count} rows to {output}", err=True)
+
+
+@click.command("mcp")
+@dir_option()
+@click.option(
+    "--allow-edits",
+    is_flag=True,
+    help="Also serve tag_run and note_run (an agent may then tag and annotate runs; nothing is deleted).",
+)
+@friendly
+def mcp_command(dir: str | None, allow_edits: bool) -> None:
+    """Serve the store to an AI agent over MCP (stdio): list, read, compare and query runs.
+
+    Agent clients start it as a command; docs/agents.md has the configuration for Claude Code,
+    Claude Desktop, Cursor and VS Code. Read-only unless --allow-edits.
+    """
+    from ..agents import serve
+
+    serve(dir, allow_edits=allow_edits)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import click
 
-from .asking import query_command
+from .asking import mcp_command, query_command
 from .errors import Group
 from .managing import note_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
@@ -43,6 +43,7 @@ for _command in (
     export_command,
     report_command,
     query_command,
+    mcp_command,
     tag_command,
     rename_command,
     note_command,

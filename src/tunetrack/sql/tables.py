@@ -117,15 +117,15 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` with NaN and ±Inf as the strings ``"NaN"``, ``"Infinity"``: JSON has no spelling for
-    them, and DuckDB's JSON functions refuse Python's."""
+def json_safe(value: Any) -> Any:
+    """``value`` with NaN and ±Inf as the strings ``"NaN"``, ``"Infinity"`` and tuples as lists: JSON
+    has no spelling for them, and DuckDB's JSON functions (and MCP clients) refuse Python's."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -273,7 +273,7 @@ def events_table(runs: Sequence[Run]) -> pa.Table:
             "step": e["step"],
             "time": e["time"],
             "kind": e["kind"],
-            "data": json.dumps(_json_safe({k: v for k, v in e.items() if k not in ("kind", "step", "time")})),
+            "data": json.dumps(json_safe({k: v for k, v in e.items() if k not in ("kind", "step", "time")})),
         }
         for run in runs
         for e in run.events()

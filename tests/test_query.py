@@ -311,3 +311,11 @@ def test_without_duckdb_the_error_is_the_pip_command(store, monkeypatch):
         result.output
         == "Error: tunetrack query needs duckdb, pandas and pyarrow: pip install 'tunetrack[query]'\n"
     )
+
+
+def test_the_docs_list_the_tables_as_the_code_does():
+    from pathlib import Path
+
+    from tunetrack.sql.tables import markdown
+
+    assert markdown() in (Path(__file__).resolve().parents[1] / "docs" / "query.md").read_text()

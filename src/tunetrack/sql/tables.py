@@ -342,3 +342,20 @@ def empty(table: str) -> pa.Table:
         who = "process" if table == "metrics" else "node"
         return _points([], Run.keys, Run.process_series, who, table == "metrics")
     return _schema(table).empty_table()
+
+
+def markdown() -> str:
+    """``TABLES`` as the Markdown that docs/query.md holds (a test keeps the two the same)."""
+    parts = []
+    for table, (row, columns) in TABLES.items():
+        lines = [
+            f"### `{table}`",
+            "",
+            f"{row[0].upper()}{row[1:]}.",
+            "",
+            "| column | type | what |",
+            "|---|---|---|",
+        ]
+        lines += [f"| `{name}` | {sql} | {what} |" for name, sql, what in columns]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

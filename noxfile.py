@@ -123,9 +123,19 @@ def tests(session: nox.Session) -> None:
     """The core: tracker, writer, store, reader, config, system metrics, CLI, packaging (no training)."""
     _env(session)
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
-    # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point
+    # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point;
+    # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras)
     _install_core(
-        session, "numpy", "transformers", "peft", "hatchling", "tensorboard", "-e", "examples/backend_package"
+        session,
+        "numpy",
+        "transformers",
+        "peft",
+        "hatchling",
+        "tensorboard",
+        "duckdb>=1.1",
+        "mcp>=1.2",
+        "-e",
+        "examples/backend_package",
     )
     _pytest(
         session,

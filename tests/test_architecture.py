@@ -4,6 +4,8 @@ two modules import each other (directly or round a loop).
     adapters (integrations/)  -> tracker -> writer -> store
     cli/, ui/                 -> reader  -> store
     cli/                      -> manage  -> reader, store   (edit, delete and copy runs)
+    cli/                      -> sql     -> reader          (SQL over a store, in DuckDB)
+    cli/                      -> agents  -> sql, reader, manage  (the MCP server)
 
 Beside the layers sit ``backends/`` (called by the writer, given to the tracker), ``system/``
 (sampled for the tracker) and ``monitoring/`` (health checks on the writer thread, alerts). The core
@@ -26,7 +28,17 @@ PACKAGE = Path(SRC) / "tunetrack"
 #: layer -> the layers it may import directly (itself and the core always)
 ALLOWED: dict[str, set[str]] = {
     "integrations": {"tracker", "monitoring"},  # the stop-on-NaN test is the health monitor's
-    "cli": {"reader", "manage", "ui", "bridges", "monitoring"},  # `tunetrack ui` starts the dashboard
+    "cli": {
+        "reader",
+        "manage",
+        "ui",
+        "bridges",
+        "monitoring",
+        "sql",
+        "agents",
+    },  # `tunetrack ui`: the dashboard
+    "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
+    "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
     "ui": {"reader"},
     "tracker": {"writer", "system", "backends", "monitoring"},
     "writer": {"store", "backends", "monitoring"},
@@ -180,7 +192,7 @@ def test_the_checks_catch_what_they_are_for():
         "tunetrack.helpers": {"tunetrack.states"},
     }
     assert wrong_way(edges) == [
-        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['bridges', 'manage', 'monitoring', 'reader', 'ui'])",
+        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['agents', 'bridges', 'manage', 'monitoring', 'reader', 'sql', 'ui'])",
         "tunetrack.helpers is in no layer and not in the core (place it, or list it in CORE)",
         "tunetrack.integrations.x -> tunetrack.store.local (integrations may use ['monitoring', 'tracker'])",
         "tunetrack.states -> tunetrack.tracker.tracker (core may use only the core)",

@@ -35,6 +35,9 @@ HEAVY = [
     "llamafactory",
     "deepspeed",
     "comet_ml",
+    "duckdb",
+    "mcp",
+    "pyarrow",
 ]
 
 #: the wheel's unconditional requirements: the tracker, the store, the read API and the CLI

@@ -20,6 +20,7 @@ _LAZY = {
     "TunetrackWarning": ("tunetrack._warnings", "TunetrackWarning"),
     "STATES": ("tunetrack.states", "STATES"),
     "show": ("tunetrack.ui.notebook", "show"),
+    "query": ("tunetrack.sql", "query"),
 }
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from .backends.base import Backend, RunInfo
     from .backends.console import ConsoleBackend
     from .reader import list_runs, open_run
+    from .sql import query
     from .states import STATES
     from .tracker import Tracker
     from .ui.notebook import show
@@ -53,6 +55,7 @@ __all__ = [
     "__version__",
     "list_runs",
     "open_run",
+    "query",
     "show",
 ]
 

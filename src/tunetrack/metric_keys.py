@@ -32,3 +32,16 @@ def loss_columns(keys: Iterable[str]) -> list[str]:
     unless told which."""
     present = set(keys)
     return [k for k in LOSS_LIKE if k in present]
+
+
+#: words in a key's last part that mean lower is better (a loss, a perplexity, an error rate)
+LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error")
+
+
+def minimized(key: str) -> bool:
+    """Whether lower is better for ``key``: the well-known losses, and any key whose last part names a
+    loss, a perplexity or an error (``eval/loss_dpo``, ``val_ppl``). What "best" means in summaries."""
+    if key in LOSS_LIKE:
+        return True
+    last = key.rsplit("/", 1)[-1].lower()
+    return any(word in last for word in LOWER_IS_BETTER)

@@ -75,3 +75,26 @@ def write_parquet(rows: Iterator[dict[str, Any]], fields: list[str], path: str) 
             frame[col] = [None if v is None or v != v else str(v) for v in frame[col]]
     frame.to_parquet(path, index=False)
     return len(frame)
+
+
+def write_result(table: Any, fmt: str, path: str | None) -> int:
+    """A query's result (an Arrow table) as ``fmt`` (``csv``, ``json``: an array of objects,
+    ``parquet``: to a file) into the file at ``path``, or onto stdout (not parquet); returns how many
+    rows. Parquet keeps the column types as DuckDB gave them (lists stay lists)."""
+    if fmt == "parquet":
+        if path is None:
+            raise ValueError("parquet is written to a file: give -o PATH")
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+        return int(table.num_rows)
+    stream = open(path, "w", encoding="utf-8", newline="") if path else sys.stdout  # noqa: SIM115
+    try:
+        rows = table.to_pylist()
+        if fmt == "json":
+            stream.write(dumps(rows) + "\n")
+            return len(rows)
+        return write_csv(rows, list(table.column_names), stream)
+    finally:
+        if path:
+            stream.close()

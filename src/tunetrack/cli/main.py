@@ -8,6 +8,7 @@ notes and deletes runs) and the output helpers (``tables``, ``plot``, ``export``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
+- ``asking``: ``query``, ``mcp``
 
 Their shared options are ``options``; every user error ends in one line and a non-zero exit, never a
 traceback (``errors``). Heavy modules (rich, plotext, numpy through the reader) are imported inside
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import click
 
+from .asking import mcp_command, query_command
 from .errors import Group
 from .managing import note_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
@@ -40,6 +42,8 @@ for _command in (
     diff_command,
     export_command,
     report_command,
+    query_command,
+    mcp_command,
     tag_command,
     rename_command,
     note_command,

@@ -225,3 +225,22 @@ def _cell(text: str | None) -> Text:
     if text is None:
         return Text(repr(MISSING), style="dim italic")
     return Text(short(text))
+
+
+def result_table(table: Any) -> Table:
+    """A query's result (an Arrow table): one column per result column, NULL as an empty cell and
+    numbers as ``number`` words them."""
+    out = Table()
+    for name in table.column_names:
+        out.add_column(Text(name))
+    for row in table.to_pylist():
+        out.add_row(*(Text(_result_cell(v)) for v in row.values()))
+    return out
+
+
+def _result_cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return ", ".join(map(_result_cell, value))
+    return number(value) if isinstance(value, float) else str(value)

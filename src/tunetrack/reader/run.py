@@ -38,6 +38,7 @@ class Run:
         self._lock = threading.RLock()
         self._merged: ProcessRecords | None = None
         self._system_blocks: dict[str, list[codec.Block]] = {}
+        self._process_blocks: dict[str, list[codec.Block]] = {}
 
     @property
     def path(self) -> Path | str:
@@ -109,6 +110,12 @@ class Run:
         return self._status[2]
 
     @property
+    def cause(self) -> str | None:
+        """Why the run failed, in one line: the last line of its traceback (``RuntimeError: diverged``)."""
+        lines = [line for line in (self.error or "").splitlines() if line.strip()]
+        return lines[-1].strip() if lines else None
+
+    @property
     def hosts(self) -> list[str]:
         return sorted({str(p.meta.get("host")) for p in self._listed if p.meta.get("host")})
 
@@ -149,9 +156,11 @@ class Run:
     def _merge(self) -> ProcessRecords:
         merged = ProcessRecords()
         self._system_blocks = {}
+        self._process_blocks = {}
         for proc in self._processes:
             recs = self._process_records(proc)
             merged.blocks += recs.blocks
+            self._process_blocks[proc.name] = list(recs.blocks)
             self._system_blocks.setdefault(proc.node, []).extend(recs.system)
             merged.configs += recs.configs
             merged.events += recs.events
@@ -179,6 +188,16 @@ class Run:
     def series(self, key: str) -> Series:
         """All visible points of one metric (numeric keys come back as a float or int array)."""
         return series(self._records.blocks, key)
+
+    def process_series(self, key: str) -> dict[str, Series]:
+        """One metric per writing process (``<host>-<pid>-<start ms>``, as ``meta["processes"]`` names
+        them), visible points only: together they are ``series(key)``, told apart by who logged them
+        (ranks that log their own values, the attempts of a resumed run)."""
+        with self._lock:
+            self._records  # noqa: B018 - loads the data, which fills the per-process blocks
+            blocks = dict(self._process_blocks)
+        out = {name: series(b, key) for name, b in blocks.items()}
+        return {name: s for name, s in out.items() if len(s)}
 
     # -- system metrics, per node ----------------------------------------------------------------
     def _system(self) -> dict[str, list[codec.Block]]:

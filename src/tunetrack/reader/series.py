@@ -64,6 +64,19 @@ def summarize(s: Series) -> dict[str, Any]:
     }
 
 
+def best(s: Series, lower: bool) -> tuple[float | None, int | None]:
+    """(the best finite value, the step of its first occurrence): the lowest where ``lower`` (a loss,
+    ``metric_keys.minimized``), else the highest; (None, None) without a finite number."""
+    import numpy as np
+
+    values = numeric_values(s)
+    finite = np.flatnonzero(np.isfinite(values))
+    if not finite.size:
+        return None, None
+    at = finite[(np.argmin if lower else np.argmax)(values[finite])]
+    return float(values[at]), int(s.steps[at])
+
+
 def numeric_values(s: Series) -> np.ndarray:
     """The values as float64, with anything that is not a number (None, strings, bools) as NaN."""
     import numpy as np

@@ -1,0 +1,135 @@
+"""``tunetrack mcp``: the server started as agent clients start it (a command over stdio), driven by the
+MCP SDK's own stdio client: the tools listed, each called, edits only with ``--allow-edits``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from helpers import SRC
+from tunetrack import Tracker, TunetrackWarning
+from tunetrack.reader import open_run
+
+READ_TOOLS = {"list_projects", "list_runs", "get_run", "get_metrics", "compare_runs", "query"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mcp") / "runs"
+    # a spike at step 517: the thinned series must keep it (the health monitor warns of it)
+    with (
+        pytest.warns(TunetrackWarning, match="loss spike"),
+        Tracker(project="p1", name="alpha", dir=root, system=False, config={"lr": 1e-3, "m": {"d": 2}}) as a,
+    ):
+        for step in range(1, 1001):
+            a.log({"loss": 3.0 - step / 1000 + (5.0 if step == 517 else 0.0)}, step=step)
+        a.log({"odd": math.nan}, step=1000)
+    with (
+        pytest.raises(RuntimeError),
+        Tracker(project="p2", name="beta", dir=root, system=False, config={"lr": 3e-4}) as b,
+    ):
+        b.log({"loss": 1.5}, step=1)
+        raise RuntimeError("diverged")
+    return root
+
+
+def call(root, calls: list[tuple[str, dict]], *flags: str) -> tuple[set[str], list[tuple[bool, str]]]:
+    """Start ``tunetrack mcp --dir root *flags``, list its tools and make ``calls``: (tool names,
+    [(is an error, the text of the answer)])."""
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tunetrack", "mcp", "--dir", str(root), *flags],
+        env={"PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")},
+    )
+
+    async def session() -> tuple[set[str], list[tuple[bool, str]]]:
+        with anyio.fail_after(120):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+                return await requests(client)
+
+    async def requests(client: ClientSession) -> tuple[set[str], list[tuple[bool, str]]]:
+        await client.initialize()
+        names = {t.name for t in (await client.list_tools()).tools}
+        answers = []
+        for name, args in calls:
+            result = await client.call_tool(name, args)
+            error = getattr(result, "is_error", getattr(result, "isError", False))  # mcp 2, mcp 1
+            answers.append((bool(error), "".join(c.text for c in result.content)))
+        return names, answers
+
+    return anyio.run(session)
+
+
+def test_every_read_tool_answers_compactly(store):
+    alpha, beta = open_run("alpha", dir=store), open_run("beta", dir=store)
+    names, answers = call(
+        store,
+        [
+            ("list_projects", {}),
+            ("list_runs", {"project": "p1"}),
+            ("list_runs", {"sort": "loss", "limit": 1}),
+            ("get_run", {"run": "beta"}),
+            ("get_metrics", {"runs": ["alpha", "beta"], "points": 40}),
+            ("compare_runs", {"runs": ["alpha", "beta"]}),
+            (
+                "query",
+                {
+                    "sql": "SELECT run, min(value) AS lowest FROM metrics WHERE key = 'loss' GROUP BY run ORDER BY lowest",
+                    "limit": 1,
+                },
+            ),
+        ],
+    )
+    assert names == READ_TOOLS  # no edits without --allow-edits
+    assert not any(error for error, _ in answers), answers
+    projects, p1, by_loss, got, metrics, compared, rows = (json.loads(text) for _, text in answers)
+    assert {(p["project"], p["runs"]) for p in projects} == {("p1", 1), ("p2", 1)}
+    assert [r["id"] for r in p1["runs"]] == [alpha.id]
+    assert [r["id"] for r in by_loss["runs"]] == [beta.id] and by_loss["total"] == 2 and by_loss["shown"] == 1
+    assert got["error"] == "RuntimeError: diverged" and got["overview"]["state"] == "failed"
+    assert got["config"] == {"lr": 3e-4} and got["summary"]["loss"]["last"] == 1.5
+    series = metrics[0]["series"]["loss"]
+    assert series["count"] == 1000 and len(series["steps"]) <= 40 and 517 in series["steps"]  # the spike kept
+    assert metrics[0]["keys"] == alpha.keys() and metrics[1]["run"] == beta.id
+    assert compared["config_diff"] == {"lr": ["0.001", "0.0003"], "m.d": ["2", None]}
+    assert compared["metrics"]["loss"][1] == {"last": 1.5, "min": 1.5, "max": 1.5}
+    assert rows["row_count"] == 2 and rows["shown"] == 1 and rows["rows"] == [{"run": beta.id, "lowest": 1.5}]
+
+
+def test_errors_reach_the_agent_in_one_line(store):
+    _, answers = call(
+        store,
+        [
+            ("get_run", {"run": "nope"}),
+            ("query", {"sql": "DROP TABLE runs"}),
+            ("tag_run", {"run": "alpha", "add": ["x"]}),
+        ],
+    )
+    (e1, no_run), (e2, refused), (e3, no_edits) = answers
+    assert e1 and "no run 'nope'" in no_run
+    assert e2 and "refused DROP" in refused and "\n" not in refused
+    assert e3 and "tag_run" in no_edits
+    assert open_run("alpha", dir=store).tags == []
+
+
+def test_edits_only_with_allow_edits(store):
+    names, answers = call(
+        store,
+        [
+            ("tag_run", {"run": "alpha", "add": ["best"]}),
+            ("note_run", {"run": "alpha", "text": "lowest loss"}),
+        ],
+        "--allow-edits",
+    )
+    assert names == READ_TOOLS | {"tag_run", "note_run"}
+    assert not any(error for error, _ in answers)
+    run = open_run("alpha", dir=store)
+    assert run.tags == ["best"] and [n["text"] for n in run.notes] == ["lowest loss"]
+    assert json.loads(answers[0][1])["tags"] == ["best"]

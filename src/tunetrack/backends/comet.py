@@ -32,7 +32,7 @@ from typing import Any
 
 from .base import Row, RunInfo
 from .names import comet as names
-from .system_names import renamed
+from .system_names import converted, renamed
 
 #: tunetrack's system keys -> (the name Comet's own system monitor uses, the factor to its unit)
 _SYSTEM = {
@@ -223,11 +223,7 @@ class CometBackend:
         schedule, never move it."""
         experiment = self._open()
         for step, _, values in rows:
-            mapped = {}
-            for key, value in values.items():
-                if isinstance(value, (int, float)):
-                    name, scale = system_name(key)
-                    mapped[name] = value * scale
+            mapped = converted(values, system_name)
             if mapped:
                 experiment.log_metrics(mapped, step=step)
         if self._step is not None and experiment.curr_step != self._step:

@@ -25,7 +25,7 @@ from .._warnings import warn_once
 from ..config.tree import flatten
 from .base import Row, RunInfo
 from .names import mlflow as names
-from .system_names import renamed
+from .system_names import converted, renamed
 
 #: MLflow's limits for one ``log_batch`` request, and for one param
 MAX_METRICS, MAX_PARAMS, MAX_VALUE = 1000, 100, 6000
@@ -192,14 +192,11 @@ class MLflowBackend:
 
     @_bounded
     def log_system(self, rows: Sequence[Row]) -> None:
-        def mapped() -> Any:
-            for step, when, values in rows:
-                for key, value in values.items():
-                    if isinstance(value, (int, float)):
-                        name, scale = system_name(key)
-                        yield step, when, name, value * scale
-
-        self._metrics(mapped())
+        self._metrics(
+            (step, when, name, value)
+            for step, when, values in rows
+            for name, value in converted(values, system_name).items()
+        )
 
     def _metrics(self, points: Any) -> None:
         from mlflow.entities import Metric

@@ -6,7 +6,8 @@ of them; each backend holds only its table."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 _GPU = re.compile(r"gpu\.(\d+)\.(.+)")
 
@@ -22,3 +23,14 @@ def renamed(key: str, table: Table) -> tuple[str, float] | None:
     pattern, index = (f"gpu.{{i}}.{gpu.group(2)}", gpu.group(1)) if gpu else (key, "")
     found = table.get(pattern)
     return None if found is None else (found[0].replace("{i}", index), found[1])
+
+
+def converted(values: Mapping[str, Any], name: Callable[[str], tuple[str, float]]) -> dict[str, float]:
+    """A row's numeric system values under the tracker's names (``name``: a backend's own lookup),
+    scaled to its units; the rest is left out."""
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, int | float):
+            renamed_key, scale = name(key)
+            out[renamed_key] = value * scale
+    return out

@@ -15,7 +15,7 @@ from typing import Any
 
 from .base import Row, RunInfo
 from .names import trackio as names
-from .system_names import renamed
+from .system_names import converted, renamed
 
 #: tunetrack's per-GPU keys -> (trackio's name, scale): trackio's GPU monitor reports GiB and watts
 _SYSTEM = {
@@ -86,11 +86,7 @@ class TrackioBackend:
     def log_system(self, rows: Sequence[Row]) -> None:
         run = self._trackio_run()
         for _, _, values in rows:
-            mapped = {}
-            for key, value in values.items():
-                if isinstance(value, (int, float)):
-                    name, scale = system_name(key)
-                    mapped[name] = value * scale
+            mapped = converted(values, system_name)
             if mapped:
                 run.log_system(mapped)
 

@@ -63,3 +63,53 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             secret_next = arg.startswith("-") and not eq and is_secret_key(arg.lstrip("-"))
             out.append(strip_credentials(arg))
     return out
+
+
+#: tokens recognisable by their shape wherever they are printed: Hugging Face, OpenAI and Anthropic,
+#: GitHub, Slack, AWS access key ids, Google API keys
+_TOKEN_SHAPES = (
+    r"\bhf_[A-Za-z0-9]{30,}"
+    r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{22,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+    r"|\bAIza[0-9A-Za-z_-]{35}"
+)
+#: ``scheme://user:password@``, ``Bearer <token>``, and one of the shapes above
+_ALWAYS = re.compile(
+    rf"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/@:]+:[^\s/@]*@|(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{{8,}}|{_TOKEN_SHAPES}"
+)
+#: a cheap first look: text without any of these words has no ``name=value`` secret to mask
+_SUSPECT = re.compile(r"(?i)passw|secret|api_?key|access_?key|private_?key|credential|auth|token")
+#: ``name=value``, ``name: value``, ``"name": "value"``, ``--name value``: a value that ``is_secret_key``
+#: says its name makes secret is masked
+_ASSIGNED = re.compile(
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>[\"']?\s*[:=]\s*[\"']?|\s+)(?P<value>[^\s\"',;}]+)"
+)
+
+
+def _always(m: re.Match[str]) -> str:
+    if m["scheme"]:
+        return f"{m['scheme']}{REDACTED}@"
+    if m["bearer"]:
+        return f"{m['bearer']}{REDACTED}"
+    return REDACTED
+
+
+def _assigned(m: re.Match[str]) -> str:
+    name, sep, value = m["name"], m["sep"], m["value"]
+    if (
+        value == REDACTED
+        or not is_secret_key(name)
+        or (sep.isspace() and not m.string[: m.start()].endswith("-"))
+    ):
+        return m[0]  # a bare word before a space is a name only as an option (``--hub_token hf_x``)
+    return f"{name}{sep}{REDACTED}"
+
+
+def redact_text(text: str) -> str:
+    """Printed text (a console's lines) made fit to store: credentials in URLs, bearer tokens, tokens
+    of well-known shapes, and values of ``name=value``, ``name: value`` and ``--name value`` whose
+    name is a secret's (``is_secret_key``) masked. Masking twice changes nothing."""
+    text = _ALWAYS.sub(_always, text)
+    return _ASSIGNED.sub(_assigned, text) if _SUSPECT.search(text) else text

@@ -29,6 +29,8 @@ from ..values import FAST_TYPES, snapshot
 from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Writer
 from . import exit_hooks
 from .alerting import Alerting
+from .console import ConsoleCapture
+from .console import start as capture_console
 from .editing import Editing
 from .launch import RankInfo, job_id, rank_info, role_of
 from .media import Media
@@ -63,6 +65,7 @@ class _Options:
     upload_interval: float | None
     backend_timeout: float | None
     alerts: str | Sequence[str] | None
+    console: bool | str | None
 
 
 class Tracker(Editing, Alerting, Media):
@@ -97,6 +100,7 @@ class Tracker(Editing, Alerting, Media):
         backend_timeout: float | None = None,
         alerts: str | Sequence[str] | None = None,
         alert_finished: bool = False,
+        console: bool | str | None = None,
     ) -> None:
         self.project = project
         self._name = name
@@ -122,8 +126,10 @@ class Tracker(Editing, Alerting, Media):
             upload_interval,
             backend_timeout,
             alerts,
+            console,
         )
         self._sampler: Any = None
+        self._console: ConsoleCapture | None = None
         self._alerter: Alerter | None = None
         self._lock = threading.RLock()
         self._writer: Writer | None = None
@@ -171,10 +177,13 @@ class Tracker(Editing, Alerting, Media):
 
         ranks = rank_info()
         job = job_id() if ranks.world_size > 1 else None
-        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store)
+        console = settings.console(self._opts.console) if self._opts.store else None
+        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store, console is not None)
         if role is None:
             self._active = False
             return
+        # the recorder process starts now and is ready by the time the run is (fds redirected below)
+        recorder = capture_console(console == "stderr", settings.console_max()) if console else None
         dir = settings.store_dir(self._opts.dir) if self._opts.store else None
         now = time.time()
         request = RunRequest(
@@ -193,11 +202,15 @@ class Tracker(Editing, Alerting, Media):
             self._alerter = Alerter(urls)
         writer = self._writer = self._new_writer()
         self._channel = writer.channel
+        if recorder is not None:
+            self._console = recorder.redirect()
+            if self._console is not None:
+                writer.console_sink = self._console.record_to
         if role == "primary":  # only it takes rows
             self._put = writer.channel.put_row
-        if role == "node":
-            # Another node's first rank: no training metrics here, but this node's system metrics
-            # join the job's run as soon as global rank 0 has published it.
+        if role in ("node", "console"):
+            # Another rank: no training metrics here, but its console (and on another node's first
+            # rank, that node's system metrics) join the job's run once global rank 0 has published it.
             self._active = False
             import psutil
 
@@ -284,9 +297,12 @@ class Tracker(Editing, Alerting, Media):
             self._finished = True
             writer, self._put = self._writer, None
         exit_hooks.finishing(self)
+        last_lines: list[str] = []
         try:
             if self._sampler is not None:
                 self._sampler.stop()
+            if self._console is not None:  # before the writer's last upload, which sends the console too
+                last_lines = self._console.stop(error)
             if writer is None:
                 return
             state = state or exit_hooks.exit_state(self) or states.FINISHED
@@ -304,7 +320,7 @@ class Tracker(Editing, Alerting, Media):
                 f"the writer did not finish within {FINISH_TIMEOUT:g} s; the run may read as crashed",
             )
         if self._alerter is not None:
-            self._alert_end(self._alerter, state, error)
+            self._alert_end(self._alerter, state, error, last_lines)
         lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")

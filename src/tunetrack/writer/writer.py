@@ -118,6 +118,8 @@ class Writer(threading.Thread):
         self._mirroring = threading.Event()  # set while the thread waits for the backends at the end
         self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
+        #: told where this process's console file is once its files are open (``tracker.console``)
+        self.console_sink: Callable[[Path], None] | None = None
         self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
         self._end: dict[str, Any] = {}
@@ -190,6 +192,7 @@ class Writer(threading.Thread):
             "resumed": opened.resumed,
         }
         self._files = store.open_process(opened.id, layout.proc_name(request.created), meta)
+        self._files_opened()
         if request.job is not None:
             try:
                 store.publish_job(request.job, opened.id)
@@ -214,10 +217,15 @@ class Writer(threading.Thread):
             opened.name, opened.project = _existing(store, run_id, run_id, None)
             meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
             self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
+            self._files_opened()
         except OSError as exc:
             warn_once(f"store-open:{run_id}", f"cannot write the run store at {opened.dir}: {exc!r}")
         self._set_run(opened, request.tags)
         return True
+
+    def _files_opened(self) -> None:
+        if self.console_sink is not None and self._files is not None:
+            self.console_sink(self._files.console_path)
 
     def _set_run(self, opened: OpenedRun, tags: list[str]) -> None:
         self.name = f"tunetrack-writer-{opened.id}"

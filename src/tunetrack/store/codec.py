@@ -23,8 +23,8 @@ the same layout:
 
 ``CONSOLE`` (``"l"``), in a process's console file (``layout.CONSOLE_SUFFIX``), never in its data: a
 block of printed lines, ``n`` lines; ``t``, their unix times (float64 bytes); ``o``, the stream of each
-(one byte: ``STDOUT``, ``STDERR``, or ``NOTE`` for what tunetrack itself says about the capture, such
-as a cut); ``x``, their texts (a msgpack list of strings). A reader that predates it skips it, as any
+(one byte: ``STDOUT``, ``STDERR``, ``BOTH`` for the two through one channel, when they went to the same
+terminal or file, or ``NOTE`` for what tunetrack itself says about the capture, such as a cut); ``x``, their texts (a msgpack list of strings). A reader that predates it skips it, as any
 kind it does not know.
 
 Reading one metric of a rows block decodes a few large byte strings, not millions of small objects.
@@ -73,7 +73,7 @@ EVENT_DATA = "data"
 LINE_STREAMS = "o"
 LINE_TEXTS = "x"
 #: a console line's stream
-NOTE, STDOUT, STDERR = 0, 1, 2
+NOTE, STDOUT, STDERR, BOTH = 0, 1, 2, 3
 
 # -- column kinds --
 FLOAT = "f"

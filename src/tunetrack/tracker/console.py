@@ -60,6 +60,19 @@ def _terminal_pty(original: int) -> tuple[int, int]:
     return master, slave
 
 
+def _channels(captured: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """The captured fds grouped by where they write: fds 1 and 2 on the same terminal, pipe or file
+    (a terminal, ``2>&1``, SLURM's one output file) share one channel into the recorder, so whatever
+    reads there gets their bytes in exactly the order they were written (two channels would let the
+    recorder read one before the other, as it cannot tell which came first); their lines are then
+    recorded as ``stdout+stderr``."""
+    if len(captured) == 2:
+        a, b = (os.fstat(fd) for fd in captured)
+        if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+            return [captured]
+    return [(fd,) for fd in captured]
+
+
 def _pipe() -> tuple[int, int]:
     read, write = os.pipe()
     F_SETPIPE_SZ = 1031  # Linux; elsewhere the default size serves
@@ -103,11 +116,13 @@ class Starting:
         args, reads = [], []
         for fd in captured:
             self.originals[fd] = self._keep(os.dup(fd))
-            is_pty = os.isatty(fd)
-            read, write = _terminal_pty(fd) if is_pty else _pipe()
-            self.ends[fd] = self._keep(write)
+        for fds in _channels(captured):
+            is_pty = os.isatty(fds[0])
+            read, write = _terminal_pty(fds[0]) if is_pty else _pipe()
+            self.ends.update(dict.fromkeys(fds, self._keep(write)))
             reads.append(self._keep(read))
-            args += ["--stream", f"{fd}:{read}:{self.originals[fd]}:{int(is_pty)}"]
+            names = ",".join(map(str, fds))
+            args += ["--stream", f"{names}:{read}:{self.originals[fds[0]]}:{int(is_pty)}"]
         control_read, self.control = map(self._keep, os.pipe())
         self.ack, ack_write = map(self._keep, os.pipe())
         package_root = str(Path(__file__).resolve().parents[2])  # where this tunetrack is imported from
@@ -160,6 +175,7 @@ class Starting:
         _flush_python()
         for fd, write in self.ends.items():
             os.dup2(write, fd)
+        for write in set(self.ends.values()):
             self._release(write)
         capture = ConsoleCapture(self.originals, self.recorder, self.control, self.ack)
         self.opened.clear()

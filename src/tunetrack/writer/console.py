@@ -198,7 +198,8 @@ class Recorder(threading.Thread):
                 self._finish()
                 return
 
-    def _record(self, chunks: deque[tuple[float, int, bytes]]) -> None:
+    def _record(self, chunks: deque[tuple[float, int, bytes]], whole: bool = False) -> None:
+        """Record ``chunks`` as lines while the head has room (``whole``: all of them, the tail)."""
         times: list[float] = []
         streams = bytearray()
         texts: list[str] = []
@@ -211,7 +212,9 @@ class Recorder(threading.Thread):
             streams += bytes([stream]) * len(lines)
             texts += lines
             self.seen += len(data)
-            if self.seen >= self.head_budget:  # the head is full: from here on only the tail is kept
+            if (
+                self.seen >= self.head_budget and not whole
+            ):  # the head is full: from here on only the tail is kept
                 for s, state in self.lines.items():
                     rest = state.feed(b"", final=True)
                     times += [at] * len(rest)
@@ -241,7 +244,7 @@ class Recorder(threading.Thread):
             )
             self.lines = {stream: Lines(skip_first=True) for _, stream, _ in tail}
         if tail:
-            self._record(tail)
+            self._record(tail, whole=True)
         times: list[float] = []
         streams = bytearray()
         texts: list[str] = []
@@ -412,7 +415,9 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tunetrack.writer.console")
-    parser.add_argument("--stream", action="append", default=[], help="FD:READ_FD:ORIGINAL_FD:PTY")
+    parser.add_argument(
+        "--stream", action="append", default=[], help="FDS:READ_FD:ORIGINAL_FD:PTY (FDS: 1, 2 or 1,2)"
+    )
     parser.add_argument("--control", type=int, required=True)
     parser.add_argument("--ack", type=int, required=True)
     parser.add_argument("--max-bytes", type=int, required=True)
@@ -422,8 +427,9 @@ def main(argv: list[str] | None = None) -> None:
         signal.signal(signum, signal.SIG_IGN)
     streams = {}
     for spec in args.stream:
-        fd, read, original, is_pty = (int(x) for x in spec.split(":"))
-        streams[read] = (codec.STDOUT if fd == 1 else codec.STDERR, original, bool(is_pty))
+        fds, read, original, is_pty = spec.split(":")
+        stream = {"1": codec.STDOUT, "2": codec.STDERR}.get(fds, codec.BOTH)
+        streams[int(read)] = (stream, int(original), is_pty == "1")
     serve(streams, args.control, args.ack, args.max_bytes)
 
 

@@ -426,3 +426,66 @@ def test_failure_signatures_prefer_the_most_specific():
     assert failures.find([watchdog]).name == "NCCL timeout"
     assert failures.find(["Killed"]).name.startswith("killed")
     assert failures.find(["loss 0.5", "all good"]) is None
+
+
+TORCHRUN = """
+import os, sys, time
+import torch.distributed as dist
+from tunetrack import Tracker
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+tracker = Tracker(dir=sys.argv[1], project="torchrun-console", system=False).start()
+print(f"hello from rank {rank}", flush=True)
+tracker.log({"loss": 1.0}, step=1)
+for _ in range(20):  # a few steps: long enough for rank 1 to find the job's run (rank 0 publishes it)
+    time.sleep(0.1)
+    dist.barrier()
+if rank == 1:  # dies as a rank does when NCCL's watchdog gives up on a collective
+    tracker.flush()
+    print("[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(OpType=ALLREDUCE)", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(6)
+dist.barrier()
+tracker.finish()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.slow
+def test_torchrun_gives_one_run_with_a_console_per_rank_and_names_the_rank_that_failed(tmp_path, root):
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(script),
+            str(root),
+        ],
+        env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", **ON},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode != 0
+    assert "hello from rank 0" in proc.stdout and "hello from rank 1" in proc.stdout  # shown as before
+    (run,) = list_runs(root, project="torchrun-console")
+    wait_until(lambda: run.refresh() or run.state != "running", timeout=90)
+    assert run.state in ("failed", "killed", "crashed")
+    assert run.failure == "NCCL timeout on rank 1"
+    assert sorted(p["role"] for p in run.meta["processes"]) == ["console", "primary"]
+    assert {(x.rank, x.text) for x in run.console() if x.text.startswith("hello")} == {
+        (0, "hello from rank 0"),
+        (1, "hello from rank 1"),
+    }
+    rank1 = json_logs(run.id, "--dir", root, "--rank", "1")
+    assert {x["rank"] for x in rank1} == {1} and rank1[0]["text"] == "hello from rank 1"
+    assert "[rank 1] hello from rank 1" in logs(run.id, "--dir", root)
+    assert run.series("loss").steps.tolist() == [1]  # one copy of the metrics, as before
+    shown = CliRunner().invoke(cli, ["show", run.id, "--dir", str(root)]).output
+    assert f"{run.state}: NCCL timeout on rank 1" in shown and "[rank 1] [Rank 1] Watchdog caught" in shown

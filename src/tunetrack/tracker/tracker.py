@@ -41,6 +41,9 @@ _now = time.time
 #: how long ``finish()`` waits for the writer to store what is left (the wait for the backends, as long as
 #: they make progress, comes on top: ``writer.fanout.wait_for``)
 FINISH_TIMEOUT = 60.0
+#: how long ``finish()`` of a rank that has not yet joined its job's run (a very short job) waits for
+#: it, so that its console is recorded there
+JOIN_AT_FINISH = 10.0
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,8 @@ class Tracker(Editing, Alerting, Media):
             if self._sampler is not None:
                 self._sampler.stop()
             if self._console is not None:  # before the writer's last upload, which sends the console too
+                if writer is not None:  # another rank that is joining the job's run: its console goes there
+                    writer.settled.wait(JOIN_AT_FINISH)
                 last_lines = self._console.stop(error)
             if writer is None:
                 return

@@ -120,6 +120,8 @@ class Writer(threading.Thread):
         self._files: ProcessWriter | None = None
         #: told where this process's console file is once its files are open (``tracker.console``)
         self.console_sink: Callable[[Path], None] | None = None
+        #: set once the files are open, or it is settled that they never will be (a job never published)
+        self.settled = threading.Event()
         self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
         self._end: dict[str, Any] = {}
@@ -152,6 +154,7 @@ class Writer(threading.Thread):
             or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
         )
         opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
+        self.settled.set()  # whatever happens below, this process's files are settled by its end
         if dir is not None:
             store = open_store(dir, request.upload_interval)
             opened.dir = self._run_dir = store.run_dir(run_id)
@@ -262,7 +265,11 @@ class Writer(threading.Thread):
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
-        if self._join is not None and not self._joined():
+        try:
+            joined = self._join is None or self._joined()
+        finally:
+            self.settled.set()
+        if not joined:
             return
         assert self.run_info is not None
         self._runners = [BackendRunner(backend, self.run_info) for backend in self.backends]

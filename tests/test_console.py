@@ -489,3 +489,21 @@ def test_torchrun_gives_one_run_with_a_console_per_rank_and_names_the_rank_that_
     assert run.series("loss").steps.tolist() == [1]  # one copy of the metrics, as before
     shown = CliRunner().invoke(cli, ["show", run.id, "--dir", str(root)]).output
     assert f"{run.state}: NCCL timeout on rank 1" in shown and "[rank 1] [Rank 1] Watchdog caught" in shown
+
+
+def test_a_failed_runs_alert_names_the_failure_and_carries_the_last_lines(root, webhook):
+    run_script(
+        f"""
+        from tunetrack import Tracker
+        with Tracker(dir={str(root)!r}, system=False, alerts=[{webhook.url + "/hook"!r}]) as t:
+            print("loading shard 3 of 8", flush=True)
+            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        """,
+        env=ON,
+        check=False,
+    )
+    (alert,) = webhook.bodies()
+    assert alert["title"] == "run failed (CUDA out of memory)"
+    first, rest = alert["text"].split("\n\nlast console lines:\n")
+    assert first == "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert rest.splitlines()[0] == "loading shard 3 of 8" and rest.splitlines()[-1] == first

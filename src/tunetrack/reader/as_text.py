@@ -194,10 +194,9 @@ def event_rows(events: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def run_text(run: Run) -> dict[str, Any]:
     """What a page shows of the run, worded (JSON-safe: strings only): ``facts``, the ``overview``'s
-    (label, text) rows; ``summary`` rows; ``events``; ``console``, the ``last_lines``."""
+    (label, text) rows; ``summary`` rows; ``events``."""
     return {
         "facts": [list(row) for row in overview(run)],
         "summary": summary_rows(run.summary()),
         "events": event_rows(run.events()),
-        "console": last_lines(run),
     }

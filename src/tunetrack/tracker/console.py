@@ -158,6 +158,14 @@ class Starting:
                 os.close(fd)
         self.opened.clear()
 
+    def cancel(self) -> None:
+        """The run did not start after all: the recorder goes, nothing was redirected."""
+        global _active
+        self.recorder.kill()
+        self._close_all()
+        with _lock:
+            _active = None
+
     def redirect(self) -> ConsoleCapture | None:
         """Once the recorder is ready (it says so; up to ``READY_WAIT``), fds 1 and 2 write into it,
         so what is printed from then on is recorded, interleaved as printed; None if it never got
@@ -166,10 +174,7 @@ class Starting:
         ready, _, _ = select.select([self.ack], [], [], READY_WAIT)
         line = os.read(self.ack, 64) if ready else b""
         if not line.startswith(b'{"ready"'):
-            self.recorder.kill()
-            self._close_all()
-            with _lock:
-                _active = None
+            self.cancel()
             warn_once("console", "the console recorder did not start; the console is not recorded")
             return None
         _flush_python()

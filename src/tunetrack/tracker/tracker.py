@@ -187,23 +187,28 @@ class Tracker(Editing, Alerting, Media):
             return
         # the recorder process starts now and is ready by the time the run is (fds redirected below)
         recorder = capture_console(console == "stderr", settings.console_max()) if console else None
-        dir = settings.store_dir(self._opts.dir) if self._opts.store else None
-        now = time.time()
-        request = RunRequest(
-            id=self._opts.resume or self._opts.id,
-            new=self._opts.resume is None and self._opts.id is not None,
-            name=self._name,
-            project=self.project,
-            tags=self._tags,
-            created=now,
-            process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
-            job=job if role == "primary" and ranks.rank == 0 else None,
-            upload_interval=self._opts.upload_interval,
-        )
-        urls = settings.alert_urls(self._opts.alerts)
-        if urls and role == "primary":
-            self._alerter = Alerter(urls)
-        writer = self._writer = self._new_writer()
+        try:
+            dir = settings.store_dir(self._opts.dir) if self._opts.store else None
+            now = time.time()
+            request = RunRequest(
+                id=self._opts.resume or self._opts.id,
+                new=self._opts.resume is None and self._opts.id is not None,
+                name=self._name,
+                project=self.project,
+                tags=self._tags,
+                created=now,
+                process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
+                job=job if role == "primary" and ranks.rank == 0 else None,
+                upload_interval=self._opts.upload_interval,
+            )
+            urls = settings.alert_urls(self._opts.alerts)
+            if urls and role == "primary":
+                self._alerter = Alerter(urls)
+            writer = self._writer = self._new_writer()
+        except BaseException:  # the run does not start: neither does the console's recorder
+            if recorder is not None:
+                recorder.cancel()
+            raise
         self._channel = writer.channel
         if recorder is not None:
             self._console = recorder.redirect()

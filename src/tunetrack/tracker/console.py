@@ -241,6 +241,8 @@ class ConsoleCapture:
             warn_once("console-lost", "the console recorder stopped; the rest of the console is not recorded")
         self.stopped.set()
         os.close(self.ack)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # reaped: it closes the ack pipe as it exits
+            self.recorder.wait(timeout=60)
 
     def _restore(self) -> None:
         global _active

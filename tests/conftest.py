@@ -11,6 +11,14 @@ from helpers import LAUNCH_PREFIXES, LAUNCH_VARS
 from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
 
 
+@pytest.fixture(autouse=True)
+def console_off(monkeypatch):
+    """The console is recorded by default; tests of other things turn it off, so that each of the
+    hundreds of trackers they start does not start a recorder process too (and pytest's own capture
+    of fds 1 and 2 stays as it is). The console's tests turn it on (``TUNETRACK_CONSOLE=1``)."""
+    monkeypatch.setenv("TUNETRACK_CONSOLE", "0")
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "runs"

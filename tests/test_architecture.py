@@ -61,6 +61,7 @@ CORE = {
     "tunetrack.values",
     "tunetrack.edits",
     "tunetrack.redact",
+    "tunetrack.failures",
     "tunetrack.jsonfile",
     "tunetrack.config",
     "tunetrack.config.capture",

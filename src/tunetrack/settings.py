@@ -1,7 +1,7 @@
 """tunetrack's own settings, read from the environment in one place.
 
 ``TUNETRACK_DIR`` (where the run store is), ``TUNETRACK_SYSTEM`` and ``TUNETRACK_SYSTEM_INTERVAL``
-(system metrics), ``TUNETRACK_STALE_AFTER`` (when a silent run counts as crashed). An argument given
+(system metrics), ``TUNETRACK_CONSOLE`` and ``TUNETRACK_CONSOLE_MAX`` (the console), ``TUNETRACK_STALE_AFTER`` (when a silent run counts as crashed). An argument given
 in code always wins over the environment; a malformed value falls back to the default.
 """
 
@@ -45,6 +45,22 @@ def system_enabled(flag: bool | None = None) -> bool:
 def system_interval(interval: float | None = None) -> float:
     """Seconds between two system-metric samples: ``interval``, else the environment, else 10."""
     return interval or _float("TUNETRACK_SYSTEM_INTERVAL", 10.0)
+
+
+def console(flag: bool | str | None = None) -> str | None:
+    """What of the console is recorded: ``"all"`` (fds 1 and 2, the default), ``"stderr"`` (fd 2
+    only) or None (nothing). ``flag`` (``True``, ``False``, ``"stderr"``) wins over
+    ``$TUNETRACK_CONSOLE`` (``1``, ``0``, ``stderr``)."""
+    chosen = flag if flag is not None else os.environ.get("TUNETRACK_CONSOLE", "1").strip().lower()
+    if chosen == "stderr":
+        return "stderr"
+    return None if chosen in (False, "0", "false", "no", "off") else "all"
+
+
+def console_max() -> int:
+    """Bytes of console output kept per process (``$TUNETRACK_CONSOLE_MAX``, else 100 MB): past it, the
+    first and the last half are kept and the cut is marked."""
+    return max(int(_float("TUNETRACK_CONSOLE_MAX", 100e6)), 1024)
 
 
 def stale_after() -> float:

@@ -1,9 +1,10 @@
 """The options and arguments that several commands share, each defined once as a decorator:
-``--dir`` (the store), ``--json``, ``--project``, ``-o/--output``, and the RUN arguments (which refuse
-an empty reference), plus ``SignedArgs`` for commands whose arguments may start with ``-``."""
+``--dir`` (the store), ``--json``, ``--project``, ``-o/--output``, ``--since``, and the RUN arguments
+(which refuse an empty reference), plus ``SignedArgs`` for commands whose arguments may start with ``-``."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -69,6 +70,42 @@ def run_argument(name: str = "run") -> Decorator:
 def runs_argument() -> Decorator:
     """RUNS...: one or more runs, passed as the list ``runs``."""
     return click.argument("runs", nargs=-1, required=True, callback=run_refs)
+
+
+class When(click.ParamType):
+    """A point in time: ``10m``, ``2h``, ``3d``, ``45s`` ago; a local date and time (``2025-05-01
+    14:30``, ``2025-05-01T14:30:00``); a time of today (``14:30``, ``14:30:05``); or a unix time.
+    Converted to a unix time."""
+
+    name = "TIME"
+    _AGO = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        import datetime
+        import time
+
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        if text[:-1].replace(".", "", 1).isdigit() and text[-1:] in self._AGO:
+            return time.time() - float(text[:-1]) * self._AGO[text[-1]]
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+            with contextlib.suppress(ValueError):
+                return datetime.datetime.strptime(text, fmt).timestamp()
+        for fmt in ("%H:%M:%S", "%H:%M"):
+            with contextlib.suppress(ValueError):
+                at = datetime.datetime.strptime(text, fmt).time()
+                return datetime.datetime.combine(datetime.date.today(), at).timestamp()
+        self.fail(f"{text!r} is no time: give 10m, 2h, 14:30, 2025-05-01 14:30 or a unix time", param, ctx)
+
+
+def since_option(help: str) -> Decorator:
+    """``--since TIME`` (``When``), passed as ``since``: a unix time, or None."""
+    return click.option("--since", type=When(), default=None, help=help)
 
 
 class SignedArgs(click.Command):

@@ -9,7 +9,18 @@ import click
 
 from ..states import STATES
 from .errors import friendly
-from .options import dir_option, json_option, output_option, project_option, run_argument, runs_argument
+from .options import (
+    dir_option,
+    json_option,
+    output_option,
+    project_option,
+    run_argument,
+    runs_argument,
+    since_option,
+)
+
+#: seconds between two looks at a followed run (``tunetrack logs --follow``)
+FOLLOW_POLL = 0.5
 
 
 @click.command("ls")
@@ -66,6 +77,63 @@ def show_command(run: str, dir: str | None, as_json: bool) -> None:
         return
     record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
     click.echo(export.dumps(record))
+
+
+@click.command("logs")
+@run_argument()
+@dir_option()
+@click.option("--rank", type=click.IntRange(min=0), default=None, help="Only this global rank's lines.")
+@click.option(
+    "-f", "--follow", is_flag=True, help="Keep printing lines as they are recorded, until the run ends."
+)
+@click.option("-n", "--tail", type=click.IntRange(min=0), default=None, help="Only the last N lines.")
+@click.option("--grep", default=None, help="Only lines matching this regular expression (Python's re).")
+@since_option("Only lines printed since TIME: 10m, 2h (ago), 14:30 (today), 2025-05-01 14:30, a unix time.")
+@json_option("One JSON object a line: time, stream, text, host, rank.")
+@friendly
+def logs_command(
+    run: str,
+    dir: str | None,
+    rank: int | None,
+    follow: bool,
+    tail: int | None,
+    grep: str | None,
+    since: float | None,
+    as_json: bool,
+) -> None:
+    """Print what RUN's processes printed (fds 1 and 2: print, logging, warnings, C libraries, child
+    processes), in time order: time, rank when the run has several, and the line; ``!`` after the
+    time marks stderr, ``#`` a note of tunetrack's (a cut)."""
+    import json
+    import re
+    import time
+
+    from .. import states
+    from ..reader import open_run
+    from ..reader.as_text import line_text
+    from ..reader.console import select
+
+    try:
+        re.compile(grep or "")
+    except re.error as exc:
+        raise click.BadParameter(f"{grep!r} is no regular expression: {exc}", param_hint="--grep") from None
+    r = open_run(run, dir=dir)
+    ranks = len({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]}) > 1
+
+    def emit(lines: list) -> None:
+        for line in lines:
+            click.echo(json.dumps(line.as_json()) if as_json else line_text(line, ranks))
+
+    if not follow:
+        emit(r.console(rank, since, grep, tail))
+        return
+    lines, marks = r.console_after({})
+    emit(select(lines, rank, since, grep, tail))
+    while r.state == states.RUNNING or lines:
+        time.sleep(FOLLOW_POLL)
+        r.refresh()
+        lines, marks = r.console_after(marks)
+        emit(select(lines, rank, since, grep))
 
 
 @click.command("diff")

@@ -23,9 +23,11 @@ from ..reader.as_text import (
     duration,
     event_text,
     facts,
+    last_lines,
     notes,
     number,
     short,
+    state,
     summary_rows,
     when,
 )
@@ -50,7 +52,8 @@ def console() -> Console:
 
 
 def state_text(state: str) -> Text:
-    return Text(state, style=STATE_STYLE.get(state, ""))
+    """A state (``as_text.state``: with the failure it ended in), coloured by the state."""
+    return Text(state, style=STATE_STYLE.get(state.split(":")[0], ""))
 
 
 @contextlib.contextmanager
@@ -98,7 +101,7 @@ def runs_table(runs: list[Run], latest: list[dict[str, Any]]) -> Table:
             Text(run.id),
             Text(run.name),
             Text(run.project or "—"),
-            state_text(run.state),
+            state_text(state(run)),
             Text(", ".join(run.tags)),
             Text(", ".join(run.hosts)),
             when(run.created),
@@ -199,6 +202,12 @@ def show(run: Run) -> None:
         out.print()
         out.print(Text("error", style="bold red"))
         out.print(Text(run.error.rstrip()))
+    lines = last_lines(run)
+    if lines:
+        out.print()
+        out.print(Text(f"last {len(lines)} console lines (tunetrack logs {run.id})", style="bold"))
+        for line in lines:
+            out.print(Text(line), soft_wrap=True)
     chart = plot(run, width=min(80, out.width))
     if chart:
         out.print()

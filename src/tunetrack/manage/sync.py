@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import RunNotFound
 from ..reader import Run
 from ..reader.find import open_run, store_at
-from ..store import Store, StoreUnavailable, is_url
+from ..store import RunFolder, Store, StoreUnavailable, is_url, layout
 from ..store.framing import ScanReport, scan
 from ..store.local import ProcessCopy
 from ..store.spool import spool_root
@@ -91,6 +91,13 @@ def _whole_records(data: bytes) -> int:
     return report.consumed
 
 
+def _unsent(source: RunFolder, target: RunFolder | None, proc: str, suffix: str) -> tuple[int, bytes]:
+    """(bytes the target holds, the whole records after them) of ``proc``'s ``suffix`` file."""
+    have = target.data_size(proc, suffix) if target is not None else 0
+    data = source.read_data(proc, have, suffix) if source.data_size(proc, suffix) > have else b""
+    return have, data[: _whole_records(data)]
+
+
 def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
     source = src.run(run_id)
     if source is None:
@@ -102,9 +109,8 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
     reading = Run(source, run_json)
     sent_any = False
     for proc in source.processes():
-        have = target.data_size(proc) if target is not None else 0
-        data = source.read_data(proc, have) if source.data_size(proc) > have else b""
-        data = data[: _whole_records(data)]
+        have, data = _unsent(source, target, proc, layout.DATA_SUFFIX)
+        console_have, console = _unsent(source, target, proc, layout.CONSOLE_SUFFIX)
         end = source.process_end(proc)
         if end is not None and target is not None and target.process_end(proc) == end:
             end = None
@@ -116,9 +122,11 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
             end=end,
             media={rel: blob for rel in media if (blob := source.read_media(rel)) is not None},
             beat=source.heartbeat(proc),
+            console_start=console_have,
+            console=console,
         )
         media = []  # sent with the first process
-        if copy.meta is None and not copy.data and copy.end is None and not copy.media:
+        if copy.meta is None and not copy.data and not copy.console and copy.end is None and not copy.media:
             continue
         meta = source.process_meta(proc) or {}
         primary = int((meta.get("rank") or {}).get("rank", 0) or 0) == 0
@@ -126,7 +134,7 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
         dst.receive(run_id, proc, copy)
         sent_any = True
         report.processes += 1
-        report.bytes += len(copy.data)
+        report.bytes += len(copy.data) + len(copy.console)
         report.files += len(copy.media)
     if target is not None or sent_any:  # the destination has the run: its edits can go there
         held_edits = {name for name, _ in target.edits()} if target is not None else set()

@@ -15,10 +15,15 @@ from typing import Any
 
 from .. import config, states
 from .as_json import provenance
+from .console import Line
 from .run import Run
 
 #: what a fact without a value reads
 NONE = "—"
+#: console lines shown for a run that did not finish
+LAST_LINES = 20
+#: states whose run shows its last console lines: the reason is usually there
+ENDED_BADLY = (states.FAILED, states.KILLED, states.CRASHED)
 #: ``Run.counters()`` names, worded (zero counts are left out)
 NOT_KEPT = {
     "dropped_rows": "rows dropped (the writer could not keep up)",
@@ -31,6 +36,30 @@ NOT_KEPT = {
 def when(ts: float | None) -> str:
     """A unix time as local time, ``—`` when unknown."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else NONE
+
+
+def state(run: Run) -> str:
+    """The run's state, and the known failure its console shows: ``crashed: CUDA out of memory on
+    rank 3``."""
+    return f"{run.state}: {run.failure}" if run.failure else run.state
+
+
+def line_text(line: Line, ranks: bool = True) -> str:
+    """A console line as ``tunetrack logs`` prints it: ``12:03:07   [rank 3] text`` (``!`` after the
+    time marks stderr, ``#`` a note of tunetrack's; ``ranks=False`` leaves the rank out, for a run
+    with one process)."""
+    at = time.strftime("%H:%M:%S", time.localtime(line.time))
+    mark = {"stderr": "!", "tunetrack": "#"}.get(line.stream, " ")
+    return f"{at} {mark} {f'[rank {line.rank}] ' if ranks else ''}{line.text}"
+
+
+def last_lines(run: Run, count: int = LAST_LINES) -> list[str]:
+    """The last console lines of a run that failed, was killed or crashed (``line_text``); none for
+    any other."""
+    if run.state not in ENDED_BADLY:
+        return []
+    lines = run.console(tail=count)
+    return [line_text(line, len({x.rank for x in lines}) > 1) for line in lines]
 
 
 def duration(run: Run) -> str:
@@ -112,7 +141,7 @@ def facts(run: Run) -> list[tuple[str, str]]:
     rows = [
         ("run", f"{run.name} ({run.id})"),
         ("project", run.project or NONE),
-        ("state", run.state),
+        ("state", state(run)),
         ("created", when(run.created)),
         ("ended", when(run.ended)),
         ("duration", duration(run)),

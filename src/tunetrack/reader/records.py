@@ -1,5 +1,5 @@
-"""One writing process's records, decoded from its data (``store.codec``), incrementally: a later
-read of a growing file decodes only what was appended since."""
+"""One writing process's records, decoded from its data (``store.codec``), or from its console file,
+incrementally: a later read of a growing file decodes only what was appended since."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._warnings import warn_once
-from ..store import codec
+from ..store import codec, layout
 from ..store.base import RunFolder
-from ..store.framing import ScanReport, scan
+from ..store.framing import ScanReport, first_record, scan
 
 
 @dataclass
@@ -18,6 +18,7 @@ class ProcessRecords:
     system: list[codec.Block] = field(default_factory=list)
     configs: list[codec.ConfigRecord] = field(default_factory=list)
     events: list[codec.EventRecord] = field(default_factory=list)
+    console: list[codec.ConsoleRecord] = field(default_factory=list)
     #: bytes of the data decoded so far: a later read of the growing data starts here
     offset: int = 0
 
@@ -26,15 +27,28 @@ class ProcessRecords:
         self.system += more.system
         self.configs += more.configs
         self.events += more.events
+        self.console += more.console
         self.offset = more.offset
 
 
-def read_process(folder: RunFolder, proc: str, ended: bool, start: int = 0) -> ProcessRecords:
-    """Decode every intact record of ``proc``'s data from byte ``start`` (where an earlier read
-    stopped). A torn tail is normal while the writer is alive, so it is reported only for a process
-    that has ended; corruption is always reported."""
+def read_process(
+    folder: RunFolder,
+    proc: str,
+    ended: bool,
+    start: int = 0,
+    suffix: str = layout.DATA_SUFFIX,
+    mid_record: bool = False,
+) -> ProcessRecords:
+    """Decode every intact record of ``proc``'s data (``suffix``: of its console file) from byte
+    ``start`` (where an earlier read stopped; ``mid_record``: any byte, such as the start of a file's
+    last kilobytes, and what comes before the first whole record is passed by). A torn tail is normal
+    while the writer is alive, so it is reported only for a process that has ended; corruption is
+    always reported."""
+    buf = folder.read_data(proc, start, suffix)
+    if mid_record:
+        skip = first_record(buf)
+        buf, start = buf[skip:], start + skip
     out = ProcessRecords(offset=start)
-    buf = folder.read_data(proc, start)
     report = ScanReport()
 
     def corrupt() -> None:
@@ -45,14 +59,16 @@ def read_process(folder: RunFolder, proc: str, ended: bool, start: int = 0) -> P
         codec.SYSTEM: out.system,
         codec.CONFIG: out.configs,
         codec.EVENT: out.events,
+        codec.CONSOLE: out.console,
     }
     for kind, record in codec.unpack_all(scan(buf, report), corrupt):
         by_kind[kind].append(record)
     out.offset = start + report.consumed
     if report.corrupt or (report.torn_tail and ended):
         what = f"{report.corrupt} corrupt record(s)" if report.corrupt else "a torn last record"
+        where = folder.where(proc) + ("" if suffix == layout.DATA_SUFFIX else f" ({suffix})")
         warn_once(
-            f"scan:{folder}:{proc}:{start}:{len(buf)}",
-            f"{folder.where(proc)}: skipped {what} ({report.skipped_bytes} bytes); everything else was read",
+            f"scan:{folder}:{proc}:{suffix}:{start}:{len(buf)}",
+            f"{where}: skipped {what} ({report.skipped_bytes} bytes); everything else was read",
         )
     return out

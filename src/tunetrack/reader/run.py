@@ -12,10 +12,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .. import states
 from ..config import flatten, merge
 from ..edits import Identity, fold
 from ..store import codec
 from ..store.base import RunFolder
+from . import console
+from .console import Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .processes import Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
@@ -39,6 +42,7 @@ class Run:
         self._merged: ProcessRecords | None = None
         self._system_blocks: dict[str, list[codec.Block]] = {}
         self._process_blocks: dict[str, list[codec.Block]] = {}
+        self._console: dict[str, ProcessConsole] = {}  # each process's console lines read so far
 
     @property
     def path(self) -> Path | str:
@@ -57,7 +61,7 @@ class Run:
         """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
         with self._lock:
             self._merged = None
-            for name in ("_processes", "_listed", "_status", "_identity", "config"):
+            for name in ("_processes", "_listed", "_status", "_identity", "config", "failure"):
                 self.__dict__.pop(name, None)
 
     # -- identity: run.json as the run's edits left it ------------------------------------------------
@@ -332,6 +336,44 @@ class Run:
     def read_media(self, rel: str) -> bytes | None:
         """A media file stored with the run (an image's ``path``), or None."""
         return self.folder.read_media(rel)
+
+    # -- the console ---------------------------------------------------------------------------------
+    def console(
+        self,
+        rank: int | None = None,
+        since: float | None = None,
+        grep: str | None = None,
+        tail: int | None = None,
+    ) -> list[Line]:
+        """What the run's processes printed (``reader.console.Line``: time, stream, text, host, rank),
+        in time order: the lines of one global ``rank``, printed at or after ``since`` (unix time),
+        matching the regular expression ``grep``, the last ``tail`` of them. The last lines alone
+        are read from the end of each process's console, the rest once and then as it grows."""
+        if tail is not None and since is None and grep is None:
+            per_process = [console.last_lines(self.folder, p) for p in self._processes]
+            return console.select(console.merged(per_process), rank, tail=tail)
+        return console.select(self.console_after({})[0], rank, since, grep, tail)
+
+    def console_after(self, marks: dict[str, int]) -> tuple[list[Line], dict[str, int]]:
+        """The lines each process printed after the first ``marks[process]`` of its own (what a reader
+        following the run has shown), in time order, and the marks to pass next time."""
+        with self._lock:
+            per_process = []
+            for proc in self._processes:
+                known = self._console[proc.name] = console.read_console(
+                    self.folder, proc, self._console.get(proc.name)
+                )
+                per_process.append(known.lines[marks.get(proc.name, 0) :])
+            counts = {name: len(known.lines) for name, known in self._console.items()}
+        return console.merged(per_process), counts
+
+    @cached_property
+    def failure(self) -> str | None:
+        """A known failure (``tunetrack.failures``) that the last console lines of a run that did not
+        finish show, and where: ``CUDA out of memory on rank 3``; None for a finished or running run."""
+        if self.state in (states.FINISHED, states.RUNNING):
+            return None
+        return console.failure(self.folder, self._processes)
 
 
 def _complete(last: Any) -> bool:

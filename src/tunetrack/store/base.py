@@ -15,6 +15,10 @@ from typing import Any, Protocol
 class ProcessWriter(Protocol):
     """One writing process's files in a run. Called only from that process's writer thread."""
 
+    #: the local file the process's console recorder appends to (``writer/console.py``, another
+    #: process): in the run's folder, or in the spool, from where the uploader sends it
+    console_path: Path
+
     def append(self, payload: bytes) -> None:
         """Add one record (``codec.pack``'s payload)."""
         ...
@@ -57,10 +61,13 @@ class RunFolder(Protocol):
 
     def process_end(self, proc: str) -> dict[str, Any] | None: ...
 
-    def data_size(self, proc: str) -> int: ...
+    def data_size(self, proc: str, suffix: str = ...) -> int:
+        """The size of ``proc``'s records (``suffix``: ``layout.DATA_SUFFIX``, or ``CONSOLE_SUFFIX`` for
+        its console)."""
+        ...
 
-    def read_data(self, proc: str, offset: int = 0) -> bytes:
-        """``proc``'s record bytes from ``offset`` on."""
+    def read_data(self, proc: str, offset: int = 0, suffix: str = ...) -> bytes:
+        """``proc``'s record bytes (of its data, or ``suffix``'s file) from ``offset`` on."""
         ...
 
     def heartbeat(self, proc: str) -> float | None:

@@ -1,7 +1,7 @@
 """A writing process's records in object storage: chunk objects, each holding a byte range of them.
 
 A chunk is named ``<start>-<end>.ttr`` (hex) after the bytes ``[start, end)`` of its process's records
-that it holds; chunks start and end on record boundaries, so each is self-delimiting. Several chunks
+that it holds (``<start>-<end>.console``: of its console); chunks start and end on record boundaries, so each is self-delimiting. Several chunks
 may cover the same bytes (a merged chunk and the ones it replaces, briefly): readers take, at each
 position, the longest chunk that starts there.
 """
@@ -12,16 +12,17 @@ import re
 
 from .layout import DATA_SUFFIX
 
-_CHUNK = re.compile(r"^([0-9a-f]{16})-([0-9a-f]{16})\.ttr$")
+_CHUNK = re.compile(r"^([0-9a-f]{16})-([0-9a-f]{16})(\.\w+)$")
 
 
-def chunk_name(start: int, end: int) -> str:
-    return f"{start:016x}-{end:016x}{DATA_SUFFIX}"
+def chunk_name(start: int, end: int, suffix: str = DATA_SUFFIX) -> str:
+    """The name of a chunk of a process's records (``suffix``: of its console, ``CONSOLE_SUFFIX``)."""
+    return f"{start:016x}-{end:016x}{suffix}"
 
 
-def parse_chunk(name: str) -> tuple[int, int] | None:
+def parse_chunk(name: str, suffix: str = DATA_SUFFIX) -> tuple[int, int] | None:
     m = _CHUNK.match(name)
-    return (int(m[1], 16), int(m[2], 16)) if m else None
+    return (int(m[1], 16), int(m[2], 16)) if m and m[3] == suffix else None
 
 
 def cover(

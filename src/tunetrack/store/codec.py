@@ -21,6 +21,12 @@ the same layout:
 ``EVENT`` (``"e"``): ``kind`` (checkpoint, rewind, health, text, image, ...), ``step``, ``t`` and
 ``data``, a JSON-safe dict.
 
+``CONSOLE`` (``"l"``), in a process's console file (``layout.CONSOLE_SUFFIX``), never in its data: a
+block of printed lines, ``n`` lines; ``t``, their unix times (float64 bytes); ``o``, the stream of each
+(one byte: ``STDOUT``, ``STDERR``, ``BOTH`` for the two through one channel, when they went to the same
+terminal or file, or ``NOTE`` for what tunetrack itself says about the capture, such as a cut); ``x``, their texts (a msgpack list of strings). A reader that predates it skips it, as any
+kind it does not know.
+
 Reading one metric of a rows block decodes a few large byte strings, not millions of small objects.
 NumPy is imported only to decode: a process that only writes never loads it.
 """
@@ -47,6 +53,7 @@ ROWS = "r"
 SYSTEM = "y"
 CONFIG = "c"
 EVENT = "e"
+CONSOLE = "l"
 
 # -- fields of a rows block --
 KIND = "k"
@@ -62,6 +69,11 @@ CONFIG_DATA = "config"
 EVENT_KIND = "kind"
 EVENT_STEP = "step"
 EVENT_DATA = "data"
+# -- fields of a console record (and ``n``, ``t``) --
+LINE_STREAMS = "o"
+LINE_TEXTS = "x"
+#: a console line's stream
+NOTE, STDOUT, STDERR, BOTH = 0, 1, 2, 3
 
 # -- column kinds --
 FLOAT = "f"
@@ -194,6 +206,17 @@ def encode_event(kind: str, step: int, unix_time: float, data: dict[str, Any]) -
     return {KIND: EVENT, EVENT_KIND: kind, EVENT_STEP: step, TIMES: unix_time, EVENT_DATA: data}
 
 
+def encode_console(times: Sequence[float], streams: bytes, texts: list[str]) -> dict[str, Any]:
+    """A ``CONSOLE`` record: ``texts[i]`` was printed on stream ``streams[i]`` at ``times[i]``."""
+    return {
+        KIND: CONSOLE,
+        COUNT: len(texts),
+        TIMES: array("d", times).tobytes(),
+        LINE_STREAMS: streams,
+        LINE_TEXTS: texts,
+    }
+
+
 def pack(record: dict[str, Any]) -> bytes:
     """The payload bytes of a record."""
     return msgpack.packb(record, use_bin_type=True)
@@ -299,6 +322,15 @@ class EventRecord:
     data: dict[str, Any]
 
 
+@dataclass
+class ConsoleRecord:
+    """A block of printed lines: parallel lists of unix times, streams and texts."""
+
+    times: list[float]
+    streams: bytes
+    texts: list[str]
+
+
 def _decode_values(column_kind: str, data: Any) -> np.ndarray:
     import numpy as np
 
@@ -311,7 +343,7 @@ def _decode_values(column_kind: str, data: Any) -> np.ndarray:
     return out
 
 
-def unpack(payload: bytes) -> tuple[str, Block | ConfigRecord | EventRecord] | None:
+def unpack(payload: bytes) -> tuple[str, Block | ConfigRecord | EventRecord | ConsoleRecord] | None:
     """``(kind, decoded record)`` of a payload; None for a kind this version does not know (a newer
     writer's), which a reader skips. Raises on a payload that is not a record."""
     import numpy as np
@@ -326,6 +358,10 @@ def unpack(payload: bytes) -> tuple[str, Block | ConfigRecord | EventRecord] | N
         return kind, ConfigRecord(rec[TIMES], rec[CONFIG_DATA])
     if kind == EVENT:
         return kind, EventRecord(rec[EVENT_KIND], rec[EVENT_STEP], rec[TIMES], rec.get(EVENT_DATA) or {})
+    if kind == CONSOLE:
+        line_times = array("d")
+        line_times.frombytes(rec[TIMES])
+        return kind, ConsoleRecord(line_times.tolist(), rec[LINE_STREAMS], rec[LINE_TEXTS])
     return None
 
 

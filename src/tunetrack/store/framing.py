@@ -83,6 +83,13 @@ def scan(buf: bytes, report: ScanReport | None = None) -> Iterator[bytes]:
         pos = report.consumed = nxt
 
 
+def first_record(buf: bytes) -> int:
+    """Where the first whole record in ``buf`` starts (``buf`` read from the middle of a file: the
+    last bytes of one, for its tail), or ``len(buf)`` if none does."""
+    found = _resync(memoryview(buf), 0, len(buf))
+    return len(buf) if found is None else found
+
+
 def _resync(view: memoryview, pos: int, end: int) -> int | None:
     while pos + 16 <= end:
         length = _valid_header(view, pos, end)

@@ -6,6 +6,7 @@ One folder per run, one set of files per writing process (``<proc>.json``, ``<pr
     <root>/<run id>/run.json                   the run: id, name, project, tags, created, format
     <root>/<run id>/<proc>.json                a writing process: host, pid, rank, role, versions, git
     <root>/<run id>/<proc>.ttr                 its records (config, rows, events), append-only
+    <root>/<run id>/<proc>.console             what it printed (fds 1 and 2, line by line), append-only
     <root>/<run id>/<proc>.end.json            how it ended: state, time, traceback, counters, last values
     <root>/<run id>/<edit>.edit                one edit of the run (JSON): a new name, tags, a note
     <root>/<run id>/media/images/<key>/...     images
@@ -34,6 +35,9 @@ import socket
 
 RUN_JSON = "run.json"
 DATA_SUFFIX = ".ttr"
+#: a process's console: framed ``codec.CONSOLE`` records, written by its console recorder
+#: (``writer/console.py``), a process of its own that outlives it
+CONSOLE_SUFFIX = ".console"
 PROC_SUFFIX = ".json"
 END_SUFFIX = ".end.json"
 BEAT_SUFFIX = ".beat"  # an object store's heartbeat object of a process

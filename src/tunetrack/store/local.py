@@ -36,6 +36,8 @@ class ProcessCopy:
     media: dict[str, bytes] = field(default_factory=dict)
     beat: float | None = None  # when the process last showed it was alive
     last: dict[str, Any] | None = None  # its last step and values, for listings
+    console_start: int = 0  # as ``start``, for its console
+    console: bytes = b""
 
 
 def write_edit(run_dir: Path, name: str, body: dict[str, Any]) -> None:
@@ -55,6 +57,7 @@ class ProcessFiles:
         self.data_path = run_dir / f"{proc}{layout.DATA_SUFFIX}"
         self.proc_path = run_dir / f"{proc}{layout.PROC_SUFFIX}"
         self.end_path = run_dir / f"{proc}{layout.END_SUFFIX}"
+        self.console_path = run_dir / f"{proc}{layout.CONSOLE_SUFFIX}"
         self._file: Any = None
         self._dirty = False
 
@@ -135,16 +138,17 @@ class LocalRun:
     def process_end(self, proc: str) -> dict[str, Any] | None:
         return read_json(self.path / f"{proc}{layout.END_SUFFIX}")
 
-    def data_size(self, proc: str) -> int:
+    def data_size(self, proc: str, suffix: str = layout.DATA_SUFFIX) -> int:
         try:
-            return (self.path / f"{proc}{layout.DATA_SUFFIX}").stat().st_size
+            return (self.path / f"{proc}{suffix}").stat().st_size
         except OSError:
             return 0
 
-    def read_data(self, proc: str, offset: int = 0) -> bytes:
-        """The process's record bytes from ``offset`` on (what it has written so far)."""
+    def read_data(self, proc: str, offset: int = 0, suffix: str = layout.DATA_SUFFIX) -> bytes:
+        """The process's record bytes (or its console's, ``suffix``) from ``offset`` on (what it has
+        written so far)."""
         try:
-            with open(self.path / f"{proc}{layout.DATA_SUFFIX}", "rb") as f:
+            with open(self.path / f"{proc}{suffix}", "rb") as f:
                 f.seek(offset)
                 return f.read()
         except OSError:
@@ -253,13 +257,17 @@ class LocalStore:
         meta_path = run_dir / f"{proc}{layout.PROC_SUFFIX}"
         if copy.meta is not None and not meta_path.exists():
             write_json_atomic(meta_path, copy.meta)
-        if copy.data:
-            with open(run_dir / f"{proc}{layout.DATA_SUFFIX}", "ab") as f:
-                if f.tell() != copy.start:
-                    raise OSError(
-                        f"{run_dir / proc}: holds {f.tell()} bytes, not the {copy.start} the copy follows"
-                    )
-                f.write(copy.data)
+        for suffix, start, data in (
+            (layout.DATA_SUFFIX, copy.start, copy.data),
+            (layout.CONSOLE_SUFFIX, copy.console_start, copy.console),
+        ):
+            if data:
+                with open(run_dir / f"{proc}{suffix}", "ab") as f:
+                    if f.tell() != start:
+                        raise OSError(
+                            f"{run_dir / proc}{suffix}: holds {f.tell()} bytes, not the {start} the copy follows"
+                        )
+                    f.write(data)
         for rel, data in copy.media.items():
             ProcessFiles(run_dir, proc).put_file(rel, data)
         if copy.beat is not None:

@@ -7,6 +7,7 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/run.json                                  created once (put-if-absent)
     <run id>/<proc>.json, <proc>.end.json              as in a folder
     <run id>/<proc>/<start>-<end>.ttr                  bytes [start, end) of <proc>'s records
+    <run id>/<proc>/<start>-<end>.console              bytes [start, end) of <proc>'s console
     <run id>/<proc>.beat                               rewritten at every upload: the heartbeat
     <run id>/<edit>.edit                               one edit of the run (created once, as in a folder)
     <run id>/media/...                                 images
@@ -126,10 +127,12 @@ class ObjectStore:
         self.put_run_json(run_id, {**copy.run, "writer": uuid.uuid4().hex})
         if copy.meta is not None:
             self.blobs.put(f"{prefix}{layout.PROC_SUFFIX}", dumps(copy.meta))
-        if copy.data:
-            self.blobs.put(
-                f"{prefix}/{chunk_name(copy.start, copy.start + len(copy.data))}", copy.data, create=True
-            )
+        for suffix, start, data in (
+            (layout.DATA_SUFFIX, copy.start, copy.data),
+            (layout.CONSOLE_SUFFIX, copy.console_start, copy.console),
+        ):
+            if data:
+                self.blobs.put(f"{prefix}/{chunk_name(start, start + len(data), suffix)}", data, create=True)
         for rel, data in copy.media.items():
             self.blobs.put(f"{run_id}/{rel}", data)
         beat = copy.beat if copy.beat is not None else time.time()
@@ -295,22 +298,26 @@ class RemoteRun:
     def process_end(self, proc: str) -> dict[str, Any] | None:
         return loads(self._get(f"{proc}{layout.END_SUFFIX}"))
 
-    def _chunks(self, proc: str) -> list[tuple[int, int]]:
+    def _chunks(self, proc: str, suffix: str) -> list[tuple[int, int]]:
         prefix = f"{proc}/"
-        listed = [parse_chunk(rel[len(prefix) :]) for rel in self._listing() if rel.startswith(prefix)]
-        cached = {c for name in self.store.cache.names(f"{self.run_id}/{proc}") if (c := parse_chunk(name))}
+        listed = [
+            parse_chunk(rel[len(prefix) :], suffix) for rel in self._listing() if rel.startswith(prefix)
+        ]
+        cached = {
+            c for name in self.store.cache.names(f"{self.run_id}/{proc}") if (c := parse_chunk(name, suffix))
+        }
         return cover([c for c in listed if c is not None], cached)
 
-    def data_size(self, proc: str) -> int:
-        chunks = self._chunks(proc)
+    def data_size(self, proc: str, suffix: str = layout.DATA_SUFFIX) -> int:
+        chunks = self._chunks(proc, suffix)
         return chunks[-1][1] if chunks else 0
 
-    def read_data(self, proc: str, offset: int = 0) -> bytes:
+    def read_data(self, proc: str, offset: int = 0, suffix: str = layout.DATA_SUFFIX) -> bytes:
         parts = []
-        for start, end in self._chunks(proc):
+        for start, end in self._chunks(proc, suffix):
             if end <= offset:
                 continue
-            key = f"{self.run_id}/{proc}/{chunk_name(start, end)}"
+            key = f"{self.run_id}/{proc}/{chunk_name(start, end, suffix)}"
             data = self.store.cache.get(key)
             if data is None:
                 data = self.store.blobs.get(key)

@@ -1,6 +1,7 @@
 """A writing process of a run in object storage: records go to a local spool as they would to a
 folder, and an uploader thread sends what was flushed, every ``upload_interval`` seconds and at the
-end, as sealed chunk objects. The writer thread never waits for the network.
+end, as sealed chunk objects, and the same of its console file (written by its console recorder). The writer
+thread never waits for the network.
 
 A store that is down, slow or throttling costs nothing but lag: a failed upload is retried with
 backoff (warned about once), the data waits in the spool, and the lag is counted in the process's end
@@ -15,10 +16,13 @@ merged into one, so a long run stays a few objects per process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from .. import settings
@@ -51,6 +55,17 @@ class Bucket(Protocol):
 MERGE = 64
 
 
+@dataclass
+class Sent:
+    """An append-only file of the process that goes to the store as chunks (its records, or its
+    console), and how much of it has gone."""
+
+    path: Path
+    suffix: str
+    uploaded: int = 0  # bytes of the file that are in the store
+    chunks: list[tuple[int, int]] = field(default_factory=list)  # what this process has in the store
+
+
 class UploadingProcess:
     """A ``ProcessWriter``: the local spool's files, and the thread that uploads them."""
 
@@ -59,6 +74,7 @@ class UploadingProcess:
         self.meta = {**meta, "upload_interval": store.upload_interval}
         self.spool = spool_for(store.url)
         self.files: ProcessFiles = self.spool.open_process(run_id, proc, self.meta)
+        self.console_path = self.files.console_path
         self.run_dir = store.run_dir(run_id)
         self.sealed = 0  # bytes of whole records in the spool file (the writer flushed them)
         self.last: dict[str, Any] | None = None
@@ -117,8 +133,9 @@ class Uploader(threading.Thread):
         self.wake = threading.Event()
         self.closing = False
         self.done = threading.Event()
-        self.uploaded = 0  # bytes of the spool file that are in the store
-        self.chunks: list[tuple[int, int]] = []  # what this process has in the store
+        self.data = Sent(process.files.data_path, layout.DATA_SUFFIX)
+        #: written by the console recorder, another process, in whole records (one write each)
+        self.console = Sent(process.console_path, layout.CONSOLE_SUFFIX)
         self.sent_media = 0
         self.sent_edits = 0
         self.run_created = False
@@ -136,7 +153,7 @@ class Uploader(threading.Thread):
         if not self.done.wait(timeout):
             warn_once(
                 f"upload-left:{self.p.run_id}:{self.p.proc}",
-                f"run {self.p.run_id}: {self.p.sealed - self.uploaded:,} bytes could not be uploaded to "
+                f"run {self.p.run_id}: {self.p.sealed - self.data.uploaded:,} bytes could not be uploaded to "
                 f"{self.p.store.url} before finish() gave up; they wait in {self.p.files.run_dir}: "
                 f"tunetrack sync --to {self.p.store.url} sends them",
             )
@@ -180,7 +197,7 @@ class Uploader(threading.Thread):
         return {
             "failed_attempts": self.failures,
             "max_lag_s": round(lag, 3),
-            "unsent_bytes": self.p.sealed - self.uploaded,
+            "unsent_bytes": self.p.sealed - self.data.uploaded,
         }
 
     # -- one pass ----------------------------------------------------------------------------------
@@ -196,16 +213,21 @@ class Uploader(threading.Thread):
             self.blobs.put(f"{self.prefix}{layout.PROC_SUFFIX}", dumps(p.meta))
             self.meta_sent = True
         sealed = p.sealed
-        if sealed > self.uploaded:
-            self._send_chunk(self.uploaded, sealed)
+        if sealed > self.data.uploaded:
+            self._send_chunk(self.data, sealed)
+        with contextlib.suppress(FileNotFoundError):  # none while nothing was printed, or not recorded
+            printed = self.console.path.stat().st_size
+            if printed > self.console.uploaded:
+                self._send_chunk(self.console, printed)
         while self.sent_media < len(p.media):
             rel = p.media[self.sent_media]
             data = (p.files.run_dir / rel).read_bytes()
             self.blobs.put(f"{p.run_id}/{rel}", data)
             self.sent_media += 1
-        self._merge()
+        self._merge(self.data)
+        self._merge(self.console)
         now = time.time()
-        self.blobs.put(f"{self.prefix}{BEAT_SUFFIX}", dumps({"time": now, "bytes": self.uploaded}))
+        self.blobs.put(f"{self.prefix}{BEAT_SUFFIX}", dumps({"time": now, "bytes": self.data.uploaded}))
         end = None
         if final and p.end is not None:
             end = {**p.end, "upload": self.stats()}
@@ -233,48 +255,49 @@ class Uploader(threading.Thread):
             p.store.put_edit(p.run_id, name, body)
             self.sent_edits += 1
 
-    def _send_chunk(self, start: int, end: int) -> None:
-        with open(self.p.files.data_path, "rb") as f:
+    def _send_chunk(self, sent: Sent, end: int) -> None:
+        start = sent.uploaded
+        with open(sent.path, "rb") as f:
             f.seek(start)
             data = f.read(end - start)
         end = start + len(data)
-        if not self.blobs.put(f"{self.prefix}/{chunk_name(start, end)}", data, create=True):
+        if not self.blobs.put(f"{self.prefix}/{chunk_name(start, end, sent.suffix)}", data, create=True):
             # already there (a `tunetrack sync` of this spool): take the store's word for what it has
             listed = [
                 c
                 for b in self.blobs.list_blobs(f"{self.prefix}/")
-                if (c := parse_chunk(b.key.rsplit("/", 1)[-1]))
+                if (c := parse_chunk(b.key.rsplit("/", 1)[-1], sent.suffix))
             ]
-            self.chunks = cover(listed)
-            self.uploaded = self.chunks[-1][1] if self.chunks else 0
+            sent.chunks = cover(listed)
+            sent.uploaded = sent.chunks[-1][1] if sent.chunks else 0
             return
-        self.chunks.append((start, end))
-        self.uploaded = end
+        sent.chunks.append((start, end))
+        sent.uploaded = end
 
-    def _merge(self) -> None:
+    def _merge(self, sent: Sent) -> None:
         """When ``MERGE`` chunks of about the same size follow each other, upload them as one and
         delete them: a run of a day stays a few objects per process (each byte is re-sent only
         once per level)."""
-        while len(self.chunks) >= MERGE:
-            tail = self.chunks[-MERGE:]
+        while len(sent.chunks) >= MERGE:
+            tail = sent.chunks[-MERGE:]
             sizes = [e - s for s, e in tail]
-            if max(sizes) > 8 * max(min(sizes), 1) and len(self.chunks) < 2 * MERGE:
+            if max(sizes) > 8 * max(min(sizes), 1) and len(sent.chunks) < 2 * MERGE:
                 return
             start, end = tail[0][0], tail[-1][1]
-            with open(self.p.files.data_path, "rb") as f:
+            with open(sent.path, "rb") as f:
                 f.seek(start)
                 data = f.read(end - start)
-            self.blobs.put(f"{self.prefix}/{chunk_name(start, end)}", data, create=True)
-            self.chunks[-MERGE:] = [(start, end)]
+            self.blobs.put(f"{self.prefix}/{chunk_name(start, end, sent.suffix)}", data, create=True)
+            sent.chunks[-MERGE:] = [(start, end)]
             for s, e in tail:
-                self.blobs.delete(f"{self.prefix}/{chunk_name(s, e)}")
+                self.blobs.delete(f"{self.prefix}/{chunk_name(s, e, sent.suffix)}")
 
     def _clean_spool(self) -> None:
         """Everything is in the store: the spool copy of this process goes (and the run's folder with
         its last process)."""
         files = self.p.files
         try:
-            for path in (files.data_path, files.proc_path, files.end_path):
+            for path in (files.data_path, files.console_path, files.proc_path, files.end_path):
                 path.unlink(missing_ok=True)
             for rel in self.p.media:
                 (files.run_dir / rel).unlink(missing_ok=True)

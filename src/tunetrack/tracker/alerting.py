@@ -4,12 +4,16 @@ alerter's own thread (``monitoring.alerts``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import states
+from .. import failures, states
 from .._warnings import warn_once
 from ..errors import InvalidValue
 from ..monitoring.alerts import LEVELS, Alert, Alerter
+
+#: console lines an end alert carries
+ALERT_LINES = 10
 
 
 class Alerting:
@@ -29,14 +33,22 @@ class Alerting:
 
         def event(self, kind: str, step: int | None = None, **data: Any) -> None: ...
 
-    def _alert_end(self, alerter: Alerter, state: str, error: str | None) -> None:
+    def _alert_end(
+        self, alerter: Alerter, state: str, error: str | None, console: Sequence[str] = ()
+    ) -> None:
         """The alert for how the run ended (failed, killed; finished if asked), then up to one
-        request's timeout for the queued alerts to go out before the process may exit."""
+        request's timeout for the queued alerts to go out before the process may exit. A failed or
+        killed run's alert names a known failure found in its last console lines (``failures``) and
+        carries those lines: the reason is usually there, not in the exception's last line."""
+        found = failures.find(console)
+        title = f" ({found.name})" if found else ""
+        tail = "\n".join(console[-ALERT_LINES:])
+        shown = f"\n\nlast console lines:\n{tail}" if tail else ""
         if state == states.FAILED:
             lines = (error or "").strip().splitlines()
-            self._queue_alert("run failed", lines[-1] if lines else "", "error", state)
+            self._queue_alert(f"run failed{title}", (lines[-1] if lines else "") + shown, "error", state)
         elif state == states.KILLED:
-            self._queue_alert("run killed", f"stopped at step {self._step}", "warn", state)
+            self._queue_alert(f"run killed{title}", f"stopped at step {self._step}{shown}", "warn", state)
         elif self._alert_finished:
             self._queue_alert("run finished", f"{self._step} steps", "info", state)
         alerter.close()

@@ -148,12 +148,17 @@ def job_id(env: Mapping[str, str] | None = None) -> str | None:
     return f"launch:{launch}" if launch else None
 
 
-def role_of(ranks: RankInfo, job: str | None, all_ranks: bool, use_store: bool) -> str | None:
+def role_of(
+    ranks: RankInfo, job: str | None, all_ranks: bool, use_store: bool, console: bool = False
+) -> str | None:
     """What this process does for the run: ``primary`` records it (global rank 0, or every rank with
-    ``all_ranks``); ``node``, the first rank of another node, adds that node's system metrics to the
-    job's run (only a job with a key, into a store, can be joined); None records nothing."""
+    ``all_ranks``); ``node``, the first rank of another node, adds that node's system metrics (and
+    its console) to the job's run; ``console``, any other rank while the console is recorded, adds its
+    console alone (only a job with a key, into a store, can be joined); None records nothing."""
     if ranks.rank == 0 or all_ranks:
         return "primary"
-    if ranks.local_rank == 0 and job is not None and use_store:
+    if job is None or not use_store:
+        return None
+    if ranks.local_rank == 0:
         return "node"
-    return None
+    return "console" if console else None

@@ -29,6 +29,8 @@ from ..values import FAST_TYPES, snapshot
 from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Writer
 from . import exit_hooks
 from .alerting import Alerting
+from .console import ConsoleCapture
+from .console import start as capture_console
 from .editing import Editing
 from .launch import RankInfo, job_id, rank_info, role_of
 from .media import Media
@@ -39,6 +41,9 @@ _now = time.time
 #: how long ``finish()`` waits for the writer to store what is left (the wait for the backends, as long as
 #: they make progress, comes on top: ``writer.fanout.wait_for``)
 FINISH_TIMEOUT = 60.0
+#: how long ``finish()`` of a rank that has not yet joined its job's run (a very short job) waits for
+#: it, so that its console is recorded there
+JOIN_AT_FINISH = 10.0
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class _Options:
     upload_interval: float | None
     backend_timeout: float | None
     alerts: str | Sequence[str] | None
+    console: bool | str | None
 
 
 class Tracker(Editing, Alerting, Media):
@@ -97,6 +103,7 @@ class Tracker(Editing, Alerting, Media):
         backend_timeout: float | None = None,
         alerts: str | Sequence[str] | None = None,
         alert_finished: bool = False,
+        console: bool | str | None = None,
     ) -> None:
         self.project = project
         self._name = name
@@ -122,8 +129,10 @@ class Tracker(Editing, Alerting, Media):
             upload_interval,
             backend_timeout,
             alerts,
+            console,
         )
         self._sampler: Any = None
+        self._console: ConsoleCapture | None = None
         self._alerter: Alerter | None = None
         self._lock = threading.RLock()
         self._writer: Writer | None = None
@@ -171,33 +180,45 @@ class Tracker(Editing, Alerting, Media):
 
         ranks = rank_info()
         job = job_id() if ranks.world_size > 1 else None
-        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store)
+        console = settings.console(self._opts.console) if self._opts.store else None
+        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store, console is not None)
         if role is None:
             self._active = False
             return
-        dir = settings.store_dir(self._opts.dir) if self._opts.store else None
-        now = time.time()
-        request = RunRequest(
-            id=self._opts.resume or self._opts.id,
-            new=self._opts.resume is None and self._opts.id is not None,
-            name=self._name,
-            project=self.project,
-            tags=self._tags,
-            created=now,
-            process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
-            job=job if role == "primary" and ranks.rank == 0 else None,
-            upload_interval=self._opts.upload_interval,
-        )
-        urls = settings.alert_urls(self._opts.alerts)
-        if urls and role == "primary":
-            self._alerter = Alerter(urls)
-        writer = self._writer = self._new_writer()
+        # the recorder process starts now and is ready by the time the run is (fds redirected below)
+        recorder = capture_console(console == "stderr", settings.console_max()) if console else None
+        try:
+            dir = settings.store_dir(self._opts.dir) if self._opts.store else None
+            now = time.time()
+            request = RunRequest(
+                id=self._opts.resume or self._opts.id,
+                new=self._opts.resume is None and self._opts.id is not None,
+                name=self._name,
+                project=self.project,
+                tags=self._tags,
+                created=now,
+                process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
+                job=job if role == "primary" and ranks.rank == 0 else None,
+                upload_interval=self._opts.upload_interval,
+            )
+            urls = settings.alert_urls(self._opts.alerts)
+            if urls and role == "primary":
+                self._alerter = Alerter(urls)
+            writer = self._writer = self._new_writer()
+        except BaseException:  # the run does not start: neither does the console's recorder
+            if recorder is not None:
+                recorder.cancel()
+            raise
         self._channel = writer.channel
+        if recorder is not None:
+            self._console = recorder.redirect()
+            if self._console is not None:
+                writer.console_sink = self._console.record_to
         if role == "primary":  # only it takes rows
             self._put = writer.channel.put_row
-        if role == "node":
-            # Another node's first rank: no training metrics here, but this node's system metrics
-            # join the job's run as soon as global rank 0 has published it.
+        if role in ("node", "console"):
+            # Another rank: no training metrics here, but its console (and on another node's first
+            # rank, that node's system metrics) join the job's run once global rank 0 has published it.
             self._active = False
             import psutil
 
@@ -284,9 +305,14 @@ class Tracker(Editing, Alerting, Media):
             self._finished = True
             writer, self._put = self._writer, None
         exit_hooks.finishing(self)
+        last_lines: list[str] = []
         try:
             if self._sampler is not None:
                 self._sampler.stop()
+            if self._console is not None:  # before the writer's last upload, which sends the console too
+                if writer is not None:  # another rank that is joining the job's run: its console goes there
+                    writer.settled.wait(JOIN_AT_FINISH)
+                last_lines = self._console.stop(error)
             if writer is None:
                 return
             state = state or exit_hooks.exit_state(self) or states.FINISHED
@@ -304,7 +330,7 @@ class Tracker(Editing, Alerting, Media):
                 f"the writer did not finish within {FINISH_TIMEOUT:g} s; the run may read as crashed",
             )
         if self._alerter is not None:
-            self._alert_end(self._alerter, state, error)
+            self._alert_end(self._alerter, state, error, last_lines)
         lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")

@@ -118,6 +118,10 @@ class Writer(threading.Thread):
         self._mirroring = threading.Event()  # set while the thread waits for the backends at the end
         self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
+        #: told where this process's console file is once its files are open (``tracker.console``)
+        self.console_sink: Callable[[Path], None] | None = None
+        #: set once the files are open, or it is settled that they never will be (a job never published)
+        self.settled = threading.Event()
         self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
         self._end: dict[str, Any] = {}
@@ -150,6 +154,7 @@ class Writer(threading.Thread):
             or f"{request.project or 'run'}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(request.created))}"
         )
         opened = OpenedRun(run_id, name, request.project, None, bool(request.id))
+        self.settled.set()  # whatever happens below, this process's files are settled by its end
         if dir is not None:
             store = open_store(dir, request.upload_interval)
             opened.dir = self._run_dir = store.run_dir(run_id)
@@ -190,6 +195,7 @@ class Writer(threading.Thread):
             "resumed": opened.resumed,
         }
         self._files = store.open_process(opened.id, layout.proc_name(request.created), meta)
+        self._files_opened()
         if request.job is not None:
             try:
                 store.publish_job(request.job, opened.id)
@@ -214,10 +220,15 @@ class Writer(threading.Thread):
             opened.name, opened.project = _existing(store, run_id, run_id, None)
             meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
             self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
+            self._files_opened()
         except OSError as exc:
             warn_once(f"store-open:{run_id}", f"cannot write the run store at {opened.dir}: {exc!r}")
         self._set_run(opened, request.tags)
         return True
+
+    def _files_opened(self) -> None:
+        if self.console_sink is not None and self._files is not None:
+            self.console_sink(self._files.console_path)
 
     def _set_run(self, opened: OpenedRun, tags: list[str]) -> None:
         self.name = f"tunetrack-writer-{opened.id}"
@@ -254,7 +265,11 @@ class Writer(threading.Thread):
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self) -> None:
-        if self._join is not None and not self._joined():
+        try:
+            joined = self._join is None or self._joined()
+        finally:
+            self.settled.set()
+        if not joined:
             return
         assert self.run_info is not None
         self._runners = [BackendRunner(backend, self.run_info) for backend in self.backends]

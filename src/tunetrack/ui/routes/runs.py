@@ -106,6 +106,29 @@ def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
     }
 
 
+@router.get("/api/runs/{run_id}/logs", summary="What the run's processes printed, in time order")
+def logs(
+    run_id: str,
+    catalog: CatalogDep,
+    tail: Annotated[int | None, Query(ge=0, le=100_000)] = 1000,
+    grep: str | None = None,
+    rank: Annotated[int | None, Query(ge=0)] = None,
+    since: float | None = None,
+) -> dict[str, Any]:
+    """``lines`` (time, stream, text, host, rank) as ``tunetrack logs`` selects them: the last ``tail``
+    of those of one ``rank``, printed at or after ``since`` (unix time), matching the regular expression
+    ``grep``; ``ranks``, every rank that printed; ``failure``, the known failure the last lines show."""
+    import re
+
+    r = open_or_404(catalog, run_id)
+    try:
+        lines = r.console(rank, since, grep or None, tail)
+    except re.error as exc:
+        raise HTTPException(400, f"grep: {grep!r} is no regular expression ({exc})") from None
+    ranks = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
+    return {"lines": [line.as_json() for line in lines], "ranks": ranks, "failure": r.failure}
+
+
 @router.get("/api/runs/{run_id}/series", summary="One metric, downsampled (M4) or new points since a cursor")
 def series(
     run_id: str,

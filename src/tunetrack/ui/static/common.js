@@ -54,11 +54,11 @@ export function align(lines) { return uPlot.join(lines); }
 // A uPlot chart in `div` (as div.chart) of `data` ([xs, ys of each line]), one line per name, over
 // x = "step", "time" (seconds since the epoch) or "relative"; zoomed to `range` ({start, end}) if given.
 // Calls back onZoom({start, end}) when the user drags across it, onZoom(null) on a double click (uPlot
-// itself zooms in on what it has, and out). `markers()` gives vertical lines to draw, [{x, color}];
+// itself zooms in on what it has, and out), onPick(x) on a click that is no drag. `markers()` gives vertical lines to draw, [{x, color}];
 // the chart's element counts them in data-markers and holds the x range shown in data-xrange
 // ("min max"). `legend`: false for a chart of one line whose title names it.
 export function lineChart(div, data, range, { title, x, names, log = false, legend = true, markers = () => [],
-                                             onZoom = () => {} }) {
+                                             onZoom = () => {}, onPick = () => {} }) {
   const chart = new uPlot({
     title, width: div.clientWidth, height: CHART_HEIGHT, legend: { show: legend },
     scales: { x: { time: x === "time" }, y: { distr: log ? 3 : 1 } },
@@ -82,6 +82,9 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
   }, data, div);
   if (range) chart.setScale("x", { min: range.start, max: range.end });
   chart.over.addEventListener("dblclick", () => onZoom(null));  // uPlot shows all it has, the caller refetches
+  chart.over.addEventListener("click", () => {
+    if (!chart.select.width && chart.cursor.left >= 0) onPick(chart.posToVal(chart.cursor.left, "x"));
+  });
   div.chart = chart;
   resized ??= new ResizeObserver(entries => {
     for (const { target } of entries) target.chart?.setSize({ width: target.clientWidth, height: CHART_HEIGHT });

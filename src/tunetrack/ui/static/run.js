@@ -43,7 +43,8 @@ function draw(chart) {
   chart.div.replaceChildren();
   chart.shape = shape;
   lineChart(chart.div, chartData(chart), chart.range, { title: chart.title, x: o.x, names: [chart.key], log: o.log,
-                                                        markers: eventMarkers, onZoom: range => zoom(chart, range) });
+                                                        markers: eventMarkers, onZoom: range => zoom(chart, range),
+                                                        onPick: x => o.x !== "step" && showLogsAt(x + xOffset()) });
 }
 function zoom(chart, range) {
   if (!range && !chart.range) return;  // a double click on a chart that shows all it has
@@ -178,6 +179,50 @@ function configNodes(config, path, query, depth) {
   }
   return out;
 }
+// The console: the last lines the run's processes printed, selected on the server as `tunetrack logs`
+// selects them; followed while the run runs, and scrolled to a time picked on a wall-time chart.
+let logsLoading = false;
+function logFilters() {
+  const grep = document.getElementById("loggrep").value, rank = document.getElementById("logrank").value;
+  return { tail: document.getElementById("logtail").value, ...(grep ? { grep } : {}), ...(rank ? { rank } : {}) };
+}
+async function loadLogs() {
+  if (logsLoading) return;
+  logsLoading = true;
+  const status = document.getElementById("logstatus");
+  try {
+    const filters = logFilters();
+    showLogs(await api(`/api/runs/${encodeURIComponent(runId)}/logs?${new URLSearchParams(filters)}`), filters);
+    status.textContent = "";
+  } catch (e) { status.textContent = e.message; } finally { logsLoading = false; }
+}
+function showLogs(data, filters) {
+  const box = document.getElementById("logs"), ranks = document.getElementById("logrank");
+  if (ranks.options.length !== data.ranks.length + 1) {
+    ranks.replaceChildren(el("option", "all"), ...data.ranks.map(r => el("option", r)));
+    ranks.options[0].value = "";
+    ranks.value = filters.rank ?? "";
+  }
+  const several = data.ranks.length > 1;
+  const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;  // at the bottom: stays there
+  box.replaceChildren(...data.lines.map(line => {
+    const div = el("div", null, `line ${line.stream.replace("+", "-")}`);
+    div.dataset.time = String(line.time);
+    div.append(el("span", new Date(line.time * 1000).toLocaleTimeString(), "at"),
+               ...(several ? [el("span", `rank ${line.rank}`, "rank")] : []), el("span", line.text, "text"));
+    return div;
+  }));
+  if (following) box.scrollTop = box.scrollHeight;
+  // a run that printed nothing (or recorded no console) has no such section, unless a filter emptied it
+  document.getElementById("logs-section").hidden = !data.lines.length && !filters.grep && !filters.rank;
+}
+function showLogsAt(time) {
+  const lines = [...document.querySelectorAll("#logs .line")];
+  if (!lines.length) return;
+  const near = lines.reduce((a, b) => (Math.abs(b.dataset.time - time) < Math.abs(a.dataset.time - time) ? b : a));
+  for (const line of lines) line.classList.toggle("here", line === near);
+  near.scrollIntoView({ block: "center" });
+}
 function showState() {
   document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));
 }
@@ -196,6 +241,7 @@ async function start() {
   showState();
   if (run.error) document.getElementById("error").textContent = run.error;
   renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
+  loadLogs();
   try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
@@ -223,7 +269,7 @@ async function refresh() {
     const added = addCharts(fresh);
     run = fresh;
     showState();
-    renderOverview(); renderEvents(); showSystem();
+    renderOverview(); renderEvents(); showSystem(); loadLogs();
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },
@@ -246,4 +292,5 @@ for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: n
   });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);
+for (const id of ["loggrep", "logrank", "logtail"]) document.getElementById(id).addEventListener("change", loadLogs);
 start();

@@ -1,0 +1,57 @@
+"""Known failure signatures: what a fine-tune's last console lines say when it died of something
+common. One table, matched by the readers over a run's last lines (``tunetrack ls``, ``show``, the
+dashboard) and by a failing tracker over its own (the end alert's title).
+
+A signature is a name and a regular expression; the first in the table that matches a line wins over
+the later ones (an out-of-memory error is also a CUDA error, and says more).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import NamedTuple
+
+#: (what people are told, a regular expression over one console line), most specific first
+SIGNATURES: list[tuple[str, re.Pattern[str]]] = [
+    (name, re.compile(pattern))
+    for name, pattern in (
+        ("CUDA out of memory", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory"),
+        (
+            "NCCL timeout",
+            r"Watchdog caught collective operation timeout|ProcessGroupNCCL.*(?:[Tt]imeout|timed out)"
+            r"|NCCL.*watchdog.*(?:timeout|timed out)",
+        ),
+        (
+            "NCCL error",
+            r"NCCL error|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError",
+        ),
+        ("segmentation fault", r"Fatal Python error: Segmentation fault|Segmentation fault|SIGSEGV"),
+        ("bus error", r"Fatal Python error: Bus error|SIGBUS"),
+        ("aborted", r"Fatal Python error: Aborted|SIGABRT"),
+        ("killed (SIGKILL: out of host memory?)", r"^Killed$|exitcode\s*:\s*-9\b|Signals\.SIGKILL|oom-kill"),
+        ("CUDA error", r"CUDA error: |device-side assert triggered|cudaError"),
+        ("DeepSpeed error", r"deepspeed\S*\.(?:\w+\.)*\w+Error|DeepSpeed.*(?:Error|AssertionError)"),
+        (
+            "torch.distributed error",
+            r"ChildFailedError|DistBackendError|DistNetworkError|RendezvousTimeoutError|RendezvousError",
+        ),
+    )
+]
+
+
+class Found(NamedTuple):
+    name: str
+    rank: int  # its place in ``SIGNATURES``: lower is more specific
+    line: int  # the first line that shows it
+
+
+def find(lines: Iterable[str]) -> Found | None:
+    """The most specific known failure that ``lines`` show (the first line showing it), or None."""
+    best: Found | None = None
+    for number, line in enumerate(lines):
+        for i, (name, pattern) in enumerate(SIGNATURES[: best.rank if best else None]):
+            if pattern.search(line):
+                best = Found(name, i, number)
+                break
+    return best

@@ -12,11 +12,13 @@ from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for al
 
 
 @pytest.fixture(autouse=True)
-def console_off(monkeypatch):
-    """The console is recorded by default; tests of other things turn it off, so that each of the
+def console_off(request, monkeypatch):
+    """The console is recorded by default; unit tests of other things turn it off, so that each of the
     hundreds of trackers they start does not start a recorder process too (and pytest's own capture
-    of fds 1 and 2 stays as it is). The console's tests turn it on (``TUNETRACK_CONSOLE=1``)."""
-    monkeypatch.setenv("TUNETRACK_CONSOLE", "0")
+    of fds 1 and 2 stays as it is). The console's tests turn it on (``TUNETRACK_CONSOLE=1``), and the
+    end-to-end tests keep the default a user has: their training records its console."""
+    if request.node.get_closest_marker("e2e") is None:
+        monkeypatch.setenv("TUNETRACK_CONSOLE", "0")
 
 
 @pytest.fixture

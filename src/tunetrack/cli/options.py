@@ -50,6 +50,31 @@ def output_option(help: str) -> Decorator:
     return click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help=help)
 
 
+def best_option() -> Decorator:
+    """``--best KEY:min|max`` (repeatable), passed as ``best``: what "best" means for a key, ``{key:
+    lower}``, where the default (``metric_keys.minimized``: min for losses, perplexities and errors)
+    is wrong for it. A reader option rather than something each run stores: a table compares runs,
+    and one key must mean the same in every row of it."""
+
+    def parse(ctx: click.Context, param: click.Parameter, values: Iterable[str]) -> dict[str, bool]:
+        from ..aggregates import directions
+
+        try:
+            return directions(list(values))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.option(
+        "--best",
+        "best",
+        multiple=True,
+        callback=parse,
+        metavar="KEY:min|max",
+        help="Best is the min for this key, or the max (default: min for losses, perplexities and "
+        "errors, else max). Repeatable.",
+    )
+
+
 def run_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A RUN argument: an empty string would be a prefix of every run id."""
     if not value.strip():

@@ -9,7 +9,15 @@ import click
 
 from ..states import STATES
 from .errors import friendly
-from .options import dir_option, json_option, output_option, project_option, run_argument, runs_argument
+from .options import (
+    best_option,
+    dir_option,
+    json_option,
+    output_option,
+    project_option,
+    run_argument,
+    runs_argument,
+)
 
 
 @click.command("ls")
@@ -25,7 +33,8 @@ from .options import dir_option, json_option, output_option, project_option, run
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="At most this many runs (newest first)."
 )
-@json_option("An array of runs as JSON.")
+@best_option()
+@json_option("An array of runs as JSON, each with its summary (last, min, max, best and its step per key).")
 @friendly
 def ls_command(
     dir: str | None,
@@ -33,6 +42,7 @@ def ls_command(
     state: str | None,
     tags: tuple[str, ...],
     limit: int | None,
+    best: dict[str, bool],
     as_json: bool,
 ) -> None:
     """List runs, newest first, with their state, last step and last loss."""
@@ -42,7 +52,9 @@ def ls_command(
     runs = list_runs(dir, project=project, state=state, tags=list(tags))[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
-        click.echo(export.dumps([run_json(r, last) for r, last in zip(runs, latest)]))
+        click.echo(
+            export.dumps([run_json(r, last, summary=r.summary(best)) for r, last in zip(runs, latest)])
+        )
     elif not runs:
         filtered = " matching the filters" if (project or state or tags) else ""
         click.echo(f"no runs{filtered} in {store_name(dir)}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import settings, states
+from .. import aggregates, settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..edits import fold
@@ -126,6 +126,11 @@ class Writer(threading.Thread):
         self._pending_system = codec.Rows()
         self._last_values: dict[str, Any] = {}
         self._last_step: int | None = None
+        #: each key's aggregates over what this process wrote (``tunetrack.aggregates``), stored in
+        #: its end record so listings need not read the data; a rewind makes them a superset of the
+        #: visible points, so it is recorded beside them and readers then read the data
+        self._aggregates: dict[str, aggregates.Agg] = {}
+        self._rewound = False
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
     # -- opening the run -----------------------------------------------------------------------------
@@ -331,6 +336,11 @@ class Writer(threading.Thread):
         rows, self._pending = self._pending, codec.Rows()
         record = codec.encode_rows(rows, convert=to_plain, on_drop=self._on_drop, last=self._last_values)
         self._last_step = rows.steps[-1]
+        aggs = self._aggregates
+        for key, steps, times, values in codec.plain_columns(record):
+            new = aggregates.chunk(steps, times, values)
+            if new is not None:
+                aggs[key] = aggregates.merge(aggs.get(key), new)
         if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
         if self.health is not None:
@@ -360,6 +370,7 @@ class Writer(threading.Thread):
 
     def _write_event(self, event: Event) -> None:
         record = codec.encode_event(event.kind, event.step, event.time, event.data)
+        self._rewound = self._rewound or event.kind == "rewind"
         self._store_op(lambda f: f.append(codec.pack(record)))
         event_dict = {**event.data, "kind": event.kind, "step": event.step, "time": event.time}
         for runner in self._runners:
@@ -436,6 +447,9 @@ class Writer(threading.Thread):
                 k: v for k, v in ((k, to_plain(v)) for k, v in self._last_values.items()) if v is not DROP
             }
             end["last"] = {"step": self._last_step, "values": values}
+            end["aggregates"] = self._aggregates
+            if self._rewound:
+                end["rewound"] = True
             self._store_op(lambda f: f.close(end))
 
 

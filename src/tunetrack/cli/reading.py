@@ -17,6 +17,8 @@ from .options import (
     project_option,
     run_argument,
     runs_argument,
+    sort_option,
+    where_option,
 )
 
 
@@ -33,6 +35,8 @@ from .options import (
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="At most this many runs (newest first)."
 )
+@where_option()
+@sort_option()
 @best_option()
 @json_option("An array of runs as JSON, each with its summary (last, min, max, best and its step per key).")
 @friendly
@@ -42,21 +46,24 @@ def ls_command(
     state: str | None,
     tags: tuple[str, ...],
     limit: int | None,
+    where: str | None,
+    sort: str | None,
     best: dict[str, bool],
     as_json: bool,
 ) -> None:
-    """List runs, newest first, with their state, last step and last loss."""
+    """List runs, newest first (or by --sort), with their state, last step and last loss."""
     from ..reader import list_runs, run_json, store_name
+    from ..reader.where import select
     from . import export, tables
 
-    runs = list_runs(dir, project=project, state=state, tags=list(tags))[:limit]
+    runs = select(list_runs(dir, project=project, state=state, tags=list(tags)), where, sort, best)[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
         click.echo(
             export.dumps([run_json(r, last, summary=r.summary(best)) for r, last in zip(runs, latest)])
         )
     elif not runs:
-        filtered = " matching the filters" if (project or state or tags) else ""
+        filtered = " matching the filters" if (project or state or tags or where) else ""
         click.echo(f"no runs{filtered} in {store_name(dir)}")
     else:
         tables.console().print(tables.runs_table(runs, latest))

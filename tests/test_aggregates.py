@@ -51,8 +51,8 @@ def test_the_sweep_summaries_are_stored_and_right(sweep):
     assert sum(len(r.points["train/loss"]) < 60 for r in runs) == 9  # 8 early-stopped, 1 failed
     for made in runs:
         run = open_run(made.id, dir=root)
-        assert run._stored_aggregates() is not None  # an ended run: no data read for its summary
-        assert run._stored_aggregates() == from_data(run)
+        assert run.stored_aggregates() is not None  # an ended run: no data read for its summary
+        assert run.stored_aggregates() == from_data(run)
         summary = run.summary()
         for key, points in made.points.items():
             assert summary[key] == truth(points, lower=key != "reward"), (made.name, key)
@@ -73,7 +73,7 @@ def test_mixed_values_nan_inf_none_bools_and_text(root):
             if step == 3:
                 t.flush()  # two blocks: their aggregates are merged
     run = open_run(t.id, dir=root)
-    stored = run._stored_aggregates()
+    stored = run.stored_aggregates()
     assert stored == from_data(run)
     s = run.summary()
     assert s["a"] == {"last": 1.0, "min": 1.0, "max": 2.0, "best": 2.0, "best_step": 2, "step": 6, "count": 6}
@@ -121,7 +121,7 @@ def test_a_rewound_run_is_summarized_from_its_visible_points(root):
             t.log({"loss": 0.5}, step=step)
     run = open_run(t.id, dir=root)
     assert (
-        run._stored_aggregates() is None
+        run.stored_aggregates() is None
     )  # the end record says it rewound: its aggregates count hidden rows
     assert run.summary()["loss"] == {
         "last": 0.5, "min": 0.2, "max": 1.0, "best": 0.2, "best_step": 5, "step": 8, "count": 8
@@ -136,7 +136,7 @@ def test_a_resumed_run_merges_both_attempts(root):
         for step in range(6, 9):
             t2.log({"loss": 0.3, "acc": 0.1}, step=step)
     run = open_run(t.id, dir=root)
-    assert run._stored_aggregates() == from_data(run)
+    assert run.stored_aggregates() == from_data(run)
     assert run.summary()["loss"]["best"] == 0.2 and run.summary()["loss"]["last"] == 0.3
     assert run.summary()["acc"] == {
         "last": 0.1, "min": 0.1, "max": 0.5, "best": 0.5, "best_step": 5, "step": 8, "count": 8

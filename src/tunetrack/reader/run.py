@@ -298,12 +298,14 @@ class Run:
         where what was stored still counts the superseded rows) computed from the data. Edits (name,
         tags, notes) never touch metrics, so they never make the stored aggregates stale; a resumed
         run adds a process, whose end record brings its own, merged here."""
-        stored = self._stored_aggregates()
+        stored = self.stored_aggregates()
         if stored is not None:
             return stored
         return {key: aggregate(self.series(key)) for key in self.keys()}
 
-    def _stored_aggregates(self) -> dict[str, Agg | None] | None:
+    def stored_aggregates(self) -> dict[str, Agg | None] | None:
+        """The aggregates the writers stored, merged over the processes, when readers can trust
+        them (see ``aggregates``); else None. Reads no data."""
         procs = self._listed
         ends = [p.end for p in procs]
         if not procs or not all(isinstance(e, dict) and isinstance(e.get("aggregates"), dict) for e in ends):

@@ -157,3 +157,15 @@ def test_ls_json_has_each_runs_summary_and_best_can_be_told(sweep):
     assert listed[made.id]["summary"]["reward"] == truth(made.points["reward"], lower=True)
     bad = cli_runner.invoke(cli, ["ls", "--dir", str(root), "--best", "reward:most"])
     assert bad.exit_code == 2 and "best of 'reward' must be min or max" in bad.output
+
+
+def test_the_runs_table_rows_carry_the_stored_summaries(sweep):
+    from tunetrack.reader import Catalog
+
+    root, runs = sweep
+    rows = {r["id"]: r for r in Catalog(root).rows(keys=["eval/loss", "reward"])}
+    for made in runs[:10]:
+        summary = rows[made.id]["summary"]
+        assert summary["eval/loss"] == truth(made.points["eval/loss"], lower=True)
+        assert summary["reward"] == truth(made.points["reward"], lower=False)
+        assert "aggregates" not in rows[made.id]

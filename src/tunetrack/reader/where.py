@@ -351,20 +351,21 @@ def ordered(items: Sequence[Any], by: Sort, lookup: Callable[[Any], Lookup]) -> 
 # -- what a run has -------------------------------------------------------------------------------
 def lookup_from(
     flat_config: Callable[[], Mapping[str, Any]],
-    run_fields: Mapping[str, Any],
-    tags: Sequence[str],
+    run_field: Callable[[str], Any],
+    tags: Callable[[], Sequence[str]],
     summary: Callable[[str], Mapping[str, Any] | None],
 ) -> Lookup:
-    """A ``Lookup`` from what a reader holds of a run: its flat config (asked only when a field names
-    it), its fields, tags, and a key's summary (``aggregates.summary``)."""
+    """A ``Lookup`` from what a reader holds of a run, each part asked only when a field names it
+    (a run's config is in its data; its state and summary in its processes' small files): its flat
+    config, a field of its own (``RUN_FIELDS``), its tags, and a key's summary (``aggregates.summary``)."""
 
     def get(f: Field) -> Any:
         if f.kind == "config":
             return flat_config().get(f.key, MISSING)
         if f.kind == "tags":
-            return list(tags)
+            return list(tags())
         if f.kind in RUN_FIELDS:
-            v = run_fields.get(f.kind)
+            v = run_field(f.kind)
             return MISSING if v is None else v
         s = summary(f.key)
         v = None if s is None else s.get(f.agg)
@@ -374,7 +375,7 @@ def lookup_from(
 
 
 def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
-    """A ``Lookup`` over a ``Run``: its config is read only if a field asks for it, its summary once."""
+    """A ``Lookup`` over a ``Run``: what a field names is read when first asked, its summary once."""
     lower = best or {}
     cached: dict[str, Any] = {}
 
@@ -384,8 +385,7 @@ def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
         agg = cached["aggs"].get(key)
         return None if agg is None else aggregates.summary(agg, lower.get(key, minimized(key)))
 
-    fields = {"state": run.state, "project": run.project, "name": run.name, "id": run.id}
-    return lookup_from(lambda: run.flat_config, fields, run.tags, summary)
+    return lookup_from(lambda: run.flat_config, lambda name: getattr(run, name), lambda: run.tags, summary)
 
 
 def select(

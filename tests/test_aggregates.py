@@ -120,9 +120,7 @@ def test_a_rewound_run_is_summarized_from_its_visible_points(root):
         for step in range(6, 9):
             t.log({"loss": 0.5}, step=step)
     run = open_run(t.id, dir=root)
-    assert (
-        run.stored_aggregates() is None
-    )  # the end record says it rewound: its aggregates count hidden rows
+    assert run.stored_aggregates() is None  # the end record says it rewound: its aggregates count hidden rows
     assert run.summary()["loss"] == {
         "last": 0.5, "min": 0.2, "max": 1.0, "best": 0.2, "best_step": 5, "step": 8, "count": 8
     }  # fmt: skip
@@ -169,3 +167,26 @@ def test_the_runs_table_rows_carry_the_stored_summaries(sweep):
         assert summary["eval/loss"] == truth(made.points["eval/loss"], lower=True)
         assert summary["reward"] == truth(made.points["reward"], lower=False)
         assert "aggregates" not in rows[made.id]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_matrix_fold_equals_chunks_merged(seed):
+    """The writer folds its float matrix blocks with NumPy (``MatrixFold``): block by block, wide, with
+    NaN, ±inf, ties and columns without a finite number, it gives each key what ``chunk`` and
+    ``merge`` give."""
+    rng = np.random.default_rng(seed)
+    keys = [f"k{i}" for i in range(int(rng.integers(1, 6)))]
+    fold, expected = aggregates.MatrixFold(keys), {}
+    step = 0
+    for _ in range(int(rng.integers(1, 5))):
+        n = int(rng.integers(1, 20))
+        block = rng.choice([0.5, 1.0, 2.0, -1.0, np.nan, np.inf, -np.inf], (n, len(keys)))
+        block[:, 0] = np.nan if seed % 3 == 0 else block[:, 0]  # a column with no number at all
+        steps = list(range(step, step + n))
+        times = [s / 10 for s in steps]
+        step += n
+        fold.add(steps, times, block.astype("<f8").tobytes())
+        for j, key in enumerate(keys):
+            part = aggregates.chunk(np.array(steps), np.array(times), block[:, j])
+            expected[key] = aggregates.merge(expected.get(key), part)
+    assert json.dumps(fold.aggregates(), sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -228,19 +228,13 @@ def float_column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Seque
 def plain_columns(
     record: dict[str, Any],
 ) -> Iterator[tuple[str, Sequence[int], Sequence[float], Sequence[Any]]]:
-    """(key, steps, times, values) of every column of an encoded rows record, in pure Python (the
-    writer folds them into each key's aggregates, and must not load NumPy): numbers as ``array``
-    slices, bools and mixed columns as lists."""
+    """(key, steps, times, values) of every column of an encoded rows record that is not in its float
+    matrix (the writer folds the matrix itself with ``aggregates.MatrixFold``), in pure Python:
+    numbers as ``array`` slices, bools and mixed columns as lists."""
     steps = array("q")
     steps.frombytes(record[STEPS])
     times = array("d")
     times.frombytes(record[TIMES])
-    matrix_keys = record.get(MATRIX_KEYS) or []
-    if matrix_keys:
-        matrix = array("d")
-        matrix.frombytes(record[MATRIX])
-        for i, key in enumerate(matrix_keys):
-            yield key, steps, times, matrix[i :: len(matrix_keys)]
     for key, (column_kind, data, idx) in record[COLUMNS].items():
         col_steps: Sequence[int] = steps
         col_times: Sequence[float] = times

@@ -57,6 +57,7 @@ CORE = {
     "tunetrack.errors",
     "tunetrack.states",
     "tunetrack.metric_keys",
+    "tunetrack.aggregates",
     "tunetrack.settings",
     "tunetrack.values",
     "tunetrack.edits",

@@ -213,7 +213,15 @@ def test_show_json(store):
     assert {"meta", "config", "summary", "events"} <= set(data)
     assert data["id"] == a and data["state"] == "finished" and data["error"] is None
     assert data["config"] == ALPHA_CONFIG
-    assert data["summary"]["loss"] == {"last": 1.75, "min": 1.75, "max": 3.245, "step": 300, "count": 300}
+    assert data["summary"]["loss"] == {
+        "last": 1.75,
+        "min": 1.75,
+        "max": 3.245,
+        "best": 1.75,
+        "best_step": 300,
+        "step": 300,
+        "count": 300,
+    }
     assert data["summary"]["eval_loss"]["count"] == 6
     assert math.isnan(data["summary"]["odd"]["last"]) and data["summary"]["big"]["last"] == math.inf
     assert [(e["kind"], e["step"], e["path"]) for e in data["events"]] == [("checkpoint", 100, "/ckpt/100")]

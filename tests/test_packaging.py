@@ -38,10 +38,11 @@ HEAVY = [
     "duckdb",
     "mcp",
     "pyarrow",
+    "lark",
 ]
 
 #: the wheel's unconditional requirements: the tracker, the store, the read API and the CLI
-CORE = {"click", "msgpack", "numpy", "nvidia-ml-py", "plotext", "psutil", "rich"}
+CORE = {"click", "lark", "msgpack", "numpy", "nvidia-ml-py", "plotext", "psutil", "rich"}
 
 
 def test_import_pulls_in_no_framework():

@@ -44,7 +44,15 @@ def test_one_run(root, tmp_path):
     (run,) = data["runs"]
     assert (run["id"], run["name"], run["project"], run["state"]) == (a, "alpha", "p", "finished")
     assert run["provenance"]["python"] and run["provenance"]["processes"] == 1
-    assert run["summary"]["loss"] == {"last": 0.05, "min": 0.05, "max": 2.0, "step": 40, "count": 40}
+    assert run["summary"]["loss"] == {
+        "last": 0.05,
+        "min": 0.05,
+        "max": 2.0,
+        "best": 0.05,
+        "best_step": 40,
+        "step": 40,
+        "count": 40,
+    }
     assert run["config"] == {"lr": "0.1", "layers": "2"}
     assert [(e["kind"], e["step"], e["path"]) for e in run["events"] if e["kind"] == "checkpoint"] == [
         ("checkpoint", 20, "ckpt-20")

@@ -30,7 +30,15 @@ def test_log_and_read_back(root):
     assert run.config == {"lr": 1e-3, "model": {"layers": 2}}
     assert run.flat_config == {"lr": 1e-3, "model.layers": 2}
     summary = run.summary()
-    assert summary["loss"] == {"last": 0.01, "min": 0.01, "max": 1.0, "step": 100, "count": 100}
+    assert summary["loss"] == {
+        "last": 0.01,
+        "min": 0.01,
+        "max": 1.0,
+        "best": 0.01,
+        "best_step": 100,
+        "step": 100,
+        "count": 100,
+    }
     assert run.last_step == 100
     assert run.latest() == {"step": 100, "values": {"loss": 0.01, "lr": 0.001, "epoch": 10}}  # the end record
     assert run.ended is not None and run.ended >= run.created
@@ -296,5 +304,13 @@ def test_a_key_logged_as_none_at_most_steps_summarizes_its_measured_points(root)
     t.log({"eval/loss": None}, step=401)  # logged as None last: the last measured value stands
     t.finish()
     summary = open_run(t.id, dir=root).summary()
-    assert summary["eval/loss"] == {"last": 0.025, "min": 0.025, "max": 0.1, "step": 400, "count": 4}
+    assert summary["eval/loss"] == {
+        "last": 0.025,
+        "min": 0.025,
+        "max": 0.1,
+        "best": 0.025,
+        "best_step": 400,
+        "step": 400,
+        "count": 4,
+    }
     assert summary["loss"]["count"] == 400

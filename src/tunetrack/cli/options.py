@@ -51,6 +51,84 @@ def output_option(help: str) -> Decorator:
     return click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help=help)
 
 
+def best_option() -> Decorator:
+    """``--best KEY:min|max`` (repeatable), passed as ``best``: what "best" means for a key, ``{key:
+    lower}``, where the default (``metric_keys.minimized``: min for losses, perplexities and errors)
+    is wrong for it. A reader option rather than something each run stores: a table compares runs,
+    and one key must mean the same in every row of it."""
+
+    def parse(ctx: click.Context, param: click.Parameter, values: Iterable[str]) -> dict[str, bool]:
+        from ..aggregates import directions
+
+        try:
+            return directions(list(values))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+
+    return click.option(
+        "--best",
+        "best",
+        multiple=True,
+        callback=parse,
+        metavar="KEY:min|max",
+        help="Best is the min for this key, or the max (default: min for losses, perplexities and "
+        "errors, else max). Repeatable.",
+    )
+
+
+class BadExpression(click.ClickException):
+    """An option whose text does not parse: one line (``Error: --where: unexpected '>>' at column
+    11``), exit code 2 like click's usage errors, without the usage block."""
+
+    exit_code = 2
+
+
+def where_option() -> Decorator:
+    """``--where EXPR`` (``reader.where``), passed as ``where``: parsed as the command line is, so a bad
+    expression fails before any run is read."""
+
+    def parse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from ..reader.where import WhereError, parse
+
+        if value is not None:
+            try:
+                parse(value)
+            except WhereError as exc:
+                raise BadExpression(f"--where: {exc}") from None
+        return value
+
+    return click.option(
+        "--where",
+        callback=parse,
+        metavar="EXPR",
+        help='Only runs this matches: config values (config.lora.r >= 16), tags (tag = "best"), state, '
+        "project, name and metric aggregates (eval/loss:min < 0.7), with and/or/not, =, !=, <, <=, >, >=, "
+        "in, ~ (regex). See docs/sweeps.md.",
+    )
+
+
+def sort_option() -> Decorator:
+    """``--sort KEY[:last|min|max|best][:desc]``, passed as ``sort``."""
+
+    def parse(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+        from ..reader.where import WhereError, sort
+
+        if value is not None:
+            try:
+                sort(value)
+            except WhereError as exc:
+                raise BadExpression(f"--sort: {exc}") from None
+        return value
+
+    return click.option(
+        "--sort",
+        callback=parse,
+        metavar="KEY[:AGG][:desc]",
+        help="Order by a field: config.lr, name, created order is the default; a metric with its "
+        "aggregate (eval/loss:min, reward:best:desc). Runs without it come last.",
+    )
+
+
 def run_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A RUN argument: an empty string would be a prefix of every run id."""
     if not value.strip():

@@ -10,13 +10,17 @@ import click
 from ..states import STATES
 from .errors import friendly
 from .options import (
+    best_option,
     dir_option,
     json_option,
     output_option,
     project_option,
     run_argument,
+    run_refs,
     runs_argument,
     since_option,
+    sort_option,
+    where_option,
 )
 
 #: seconds between two looks at a followed run (``tunetrack logs --follow``)
@@ -36,7 +40,10 @@ FOLLOW_POLL = 0.5
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="At most this many runs (newest first)."
 )
-@json_option("An array of runs as JSON.")
+@where_option()
+@sort_option()
+@best_option()
+@json_option("An array of runs as JSON, each with its summary (last, min, max, best and its step per key).")
 @friendly
 def ls_command(
     dir: str | None,
@@ -44,21 +51,78 @@ def ls_command(
     state: str | None,
     tags: tuple[str, ...],
     limit: int | None,
+    where: str | None,
+    sort: str | None,
+    best: dict[str, bool],
     as_json: bool,
 ) -> None:
-    """List runs, newest first, with their state, last step and last loss."""
+    """List runs, newest first (or by --sort), with their state, last step and last loss."""
     from ..reader import list_runs, run_json, store_name
+    from ..reader.where import select
     from . import export, tables
 
-    runs = list_runs(dir, project=project, state=state, tags=list(tags))[:limit]
+    runs = select(list_runs(dir, project=project, state=state, tags=list(tags)), where, sort, best)[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
-        click.echo(export.dumps([run_json(r, last) for r, last in zip(runs, latest)]))
+        click.echo(
+            export.dumps([run_json(r, last, summary=r.summary(best)) for r, last in zip(runs, latest)])
+        )
     elif not runs:
-        filtered = " matching the filters" if (project or state or tags) else ""
+        filtered = " matching the filters" if (project or state or tags or where) else ""
         click.echo(f"no runs{filtered} in {store_name(dir)}")
     else:
         tables.console().print(tables.runs_table(runs, latest))
+
+
+@click.command("compare")
+@click.argument("runs", nargs=-1, callback=run_refs)
+@dir_option()
+@project_option("The runs of this project (instead of naming RUNS).")
+@where_option()
+@click.option(
+    "--group-by",
+    "group_by",
+    required=True,
+    metavar="KEYS",
+    help="Comma-separated config keys (lr,lora.r; config. may lead), or all-but-seed.",
+)
+@click.option(
+    "--metric",
+    required=True,
+    metavar="KEY[:AGG]",
+    help="A metric and its aggregate (eval/loss:min; last by default).",
+)
+@best_option()
+@json_option("The groups as JSON: key, runs, n, mean, std, min, max.")
+@friendly
+def compare_command(
+    runs: list[str],
+    dir: str | None,
+    project: str | None,
+    where: str | None,
+    group_by: str,
+    metric: str,
+    best: dict[str, bool],
+    as_json: bool,
+) -> None:
+    """One row per configuration of RUNS (or of a project's runs): how many runs, the mean ± std, min
+    and max of a metric's aggregate over them (the seeds of a sweep, folded)."""
+    from ..reader import list_runs, open_run
+    from ..reader.groups import group_runs
+    from ..reader.where import select
+    from . import export, tables
+
+    if runs and project:
+        raise click.UsageError("give RUNS or --project, not both")
+    if runs:
+        chosen = list({r.id: r for r in (open_run(ref, dir=dir) for ref in runs)}.values())
+    else:
+        chosen = list_runs(dir, project=project)
+    keys, groups = group_runs(select(chosen, where, None, best), group_by, metric, best)
+    if as_json:
+        click.echo(export.dumps({"keys": keys, "metric": metric, "groups": [g.as_json() for g in groups]}))
+    else:
+        tables.console().print(tables.groups_table(keys, metric, groups))
 
 
 @click.command("show")

@@ -236,6 +236,25 @@ def _cell(text: str | None) -> Text:
     return Text(short(text))
 
 
+def groups_table(keys: list[str], metric: str, groups: list[Any]) -> Table:
+    """``compare --group-by``: one row per configuration (``reader.groups.Group``)."""
+    table = Table(show_edge=False, header_style="bold", caption=metric, caption_justify="left")
+    for key in keys:
+        table.add_column(key)
+    for col in ("n", "mean ± std", "min", "max"):
+        table.add_column(col, justify="right")
+    for g in groups:
+        spread = f"{number(g.mean)} ± {number(g.std)}" if g.std is not None else number(g.mean)
+        table.add_row(
+            *(Text(config_text(g.key[k])) for k in keys),
+            number(g.n),
+            spread,
+            number(g.min),
+            number(g.max),
+        )
+    return table
+
+
 def result_table(table: Any) -> Table:
     """A query's result (an Arrow table): one column per result column, NULL as an empty cell and
     numbers as ``number`` words them."""

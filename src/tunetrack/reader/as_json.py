@@ -15,10 +15,12 @@ def run_json(
     latest: dict[str, Any] | None = None,
     last_keys: Sequence[str] | None = None,
     detail: bool = False,
+    summary: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Identity, state, times, hosts and the last step; with ``latest`` (``Run.latest()``, what
     listings use: no data read for an ended run) also ``last`` (each key's last value, only
-    ``last_keys`` if given) and ``loss`` (the last training loss); with ``detail`` also the error,
+    ``last_keys`` if given) and ``loss`` (the last training loss); with ``summary`` (``Run.summary()``:
+    last, min, max, best and its step per key) that too; with ``detail`` also the error,
     the metadata of every process, where and how the run ran (``provenance``), what it could not
     keep (``Run.counters``), the config and the events."""
     record: dict[str, Any] = {
@@ -37,6 +39,8 @@ def run_json(
         values = latest["values"]
         record["loss"] = main_loss(values)
         record["last"] = values if last_keys is None else {k: values[k] for k in last_keys if k in values}
+    if summary is not None:
+        record["summary"] = summary
     if detail:
         record.update(
             error=run.error,

@@ -16,7 +16,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ..metric_keys import LOSS_LIKE
+from .. import aggregates
+from ..metric_keys import LOSS_LIKE, minimized
 from .as_json import run_json
 from .find import find_run, load, store_at
 from .run import Run
@@ -72,12 +73,21 @@ class Catalog:
         refresh: bool = True,
     ) -> list[dict[str, Any]]:
         """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
-        the run has a last value of). ``refresh=False``: as the last ``refresh()`` left it, for a
+        the run has a last value of, its ``summary`` each of their aggregates: last, min, max, best
+        and its step, ``Run.summary``'s). ``refresh=False``: as the last ``refresh()`` left it, for a
         caller that has just refreshed it to read its version."""
         if refresh:
             self.refresh()
         out = [
-            {**row, "last": {k: row["last"][k] for k in keys if k in row["last"]}}
+            {
+                **{k: v for k, v in row.items() if k != "aggregates"},
+                "last": {k: row["last"][k] for k in keys if k in row["last"]},
+                "summary": {
+                    k: aggregates.summary(agg, minimized(k))
+                    for k in keys
+                    if (agg := row["aggregates"].get(k)) is not None
+                },
+            }
             for _, _, row in self._rows.values()
             if (project is None or row["project"] == project) and (state is None or row["state"] == state)
         ]
@@ -127,7 +137,14 @@ class Catalog:
                 live = run.state == "running"
                 stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
                 shown = self._fresh(run) if live else run
-                rows[run_id] = (stamp, now, run_json(shown, shown.latest()))
+                row = run_json(shown, shown.latest())
+                # an ended run's aggregates come from its end records; a live one's data is read anyway
+                # (incrementally, in the parsed-run cache). A run that ended without them (written by
+                # an older version, or rewound) shows none here rather than have a cold table read
+                # every such run's data: `tunetrack ls` computes them
+                stored = shown.aggregates() if live else shown.stored_aggregates()
+                row["aggregates"] = stored or {}
+                rows[run_id] = (stamp, now, row)
                 changed = changed or hit is None or hit[2] != rows[run_id][2]
             if changed or rows.keys() != self._rows.keys():
                 self._version += 1

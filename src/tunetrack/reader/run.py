@@ -7,14 +7,16 @@ run's state from them alone (``processes``), and hides rows that a later rewind 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import states
+from .. import aggregates, states
+from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
+from ..metric_keys import minimized
 from ..store import codec
 from ..store.base import RunFolder
 from . import console
@@ -22,7 +24,7 @@ from .console import Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .processes import Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
-from .series import Series, present, py, series, summarize
+from .series import Series, aggregate, py, series
 
 
 class Run:
@@ -289,15 +291,58 @@ class Run:
     def last_step(self) -> int | None:
         return visible_last_step(self._records.blocks)
 
-    def summary(self) -> dict[str, dict[str, Any]]:
-        """Per key: last value, min and max over finite numbers, count and the step of the last value,
-        over the points that hold a value (a step where the key was logged as None is no point, as on
-        the charts: an eval loss logged every 100 steps counts its evaluations)."""
-        out = {key: summarize(present(self.series(key))) for key in self.keys()}
-        for name, count in self.counters().items():  # what could not be kept (or sent), by the metrics
-            if name == "dropped_rows" or name.startswith("backend_missed/"):
-                row = {"last": count, "min": count, "max": count, "step": self.last_step, "count": 1}
-                out[f"tunetrack/{name}"] = row
+    def aggregates(self) -> dict[str, Agg | None]:
+        """Each key's aggregates over its visible points (``tunetrack.aggregates``: count, last value,
+        min and max and their steps; None for a key logged only as None).
+
+        Taken from the processes' end records, where the writer stored them at finish, when every
+        process of the run ended with them and none rewound (no data read: what listings of 10,000
+        runs use); otherwise (a run still running, crashed, written by an older version, or rewound,
+        where what was stored still counts the superseded rows) computed from the data. Edits (name,
+        tags, notes) never touch metrics, so they never make the stored aggregates stale; a resumed
+        run adds a process, whose end record brings its own, merged here."""
+        stored = self.stored_aggregates()
+        if stored is not None:
+            return stored
+        return {key: aggregate(self.series(key)) for key in self.keys()}
+
+    def stored_aggregates(self) -> dict[str, Agg | None] | None:
+        """The aggregates the writers stored, merged over the processes, when readers can trust
+        them (see ``aggregates``); else None. Reads no data."""
+        procs = self._listed
+        ends = [p.end for p in procs]
+        if not procs or not all(isinstance(e, dict) and isinstance(e.get("aggregates"), dict) for e in ends):
+            return None
+        out: dict[str, Agg | None] = {}
+        for end in ends:
+            assert end is not None
+            if end.get("rewound"):
+                return None
+            for key, agg in end["aggregates"].items():
+                if not aggregates.valid(agg):
+                    return None
+                out[key] = aggregates.merge(out.get(key), agg)
+        return out
+
+    def summary(self, best: Mapping[str, bool] | None = None) -> dict[str, dict[str, Any]]:
+        """Per key (``aggregates.SUMMARY_FIELDS``): the last value, min and max over finite numbers,
+        the best value and the step of its first occurrence, the step of the last value and how many
+        points hold a value (a step where the key was logged as None is no point, as on the charts:
+        an eval loss logged every 100 steps counts its evaluations).
+
+        Best is the min for losses, perplexities and errors (``metric_keys.minimized``), else the
+        max; ``best`` overrides that per key (``{"reward": False}``: higher is better), as the
+        readers' ``--best KEY:max`` does."""
+        lower = best or {}
+        aggs = self.aggregates()
+        out = {key: aggregates.summary(agg, lower.get(key, minimized(key))) for key, agg in aggs.items()}
+        counters = self.counters()
+        if counters:
+            step = max((a[aggregates.STEP] for a in aggs.values() if a is not None), default=None)
+            for name, count in counters.items():  # what could not be kept (or sent), by the metrics
+                if name == "dropped_rows" or name.startswith("backend_missed/"):
+                    row = {"last": count, "min": count, "max": count, "best": count, "best_step": step}
+                    out[f"tunetrack/{name}"] = {**row, "step": step, "count": 1}
         return out
 
     def counters(self) -> dict[str, int]:

@@ -1,10 +1,12 @@
-"""Metric series: one key's visible points across blocks, and their summary (last, min, max, count)."""
+"""Metric series: one key's visible points across blocks, and their summary (``tunetrack.aggregates``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import aggregates
+from ..aggregates import Agg
 from ..store import codec
 
 if TYPE_CHECKING:
@@ -42,39 +44,15 @@ def py(value: Any) -> Any:
     return value.item() if type(value).__module__ == "numpy" else value
 
 
-def summarize(s: Series) -> dict[str, Any]:
-    """Last value, min and max over finite numbers, count, and the step of the last value."""
-    import numpy as np
-
-    values = s.values
-    numeric = (
-        values
-        if values.dtype != object
-        else np.array(
-            [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)], dtype=np.float64
-        )
-    )
-    finite = numeric[np.isfinite(numeric)] if numeric.dtype.kind in "fi" else numeric[:0]
-    return {
-        "last": py(values[-1]) if len(values) else None,
-        "min": py(finite.min()) if finite.size else None,
-        "max": py(finite.max()) if finite.size else None,
-        "step": int(s.steps[-1]) if len(s) else None,
-        "count": len(s),
-    }
+def aggregate(s: Series) -> Agg | None:
+    """The series' aggregates (``tunetrack.aggregates``: the writer stores the same per process)."""
+    return aggregates.chunk(s.steps, s.times, s.values)
 
 
-def best(s: Series, lower: bool) -> tuple[float | None, int | None]:
-    """(the best finite value, the step of its first occurrence): the lowest where ``lower`` (a loss,
-    ``metric_keys.minimized``), else the highest; (None, None) without a finite number."""
-    import numpy as np
-
-    values = numeric_values(s)
-    finite = np.flatnonzero(np.isfinite(values))
-    if not finite.size:
-        return None, None
-    at = finite[(np.argmin if lower else np.argmax)(values[finite])]
-    return float(values[at]), int(s.steps[at])
+def summarize(s: Series, lower: bool) -> dict[str, Any]:
+    """Last value, min and max over finite numbers, best (the min where ``lower``, else the max) and
+    the step of its first occurrence, the step of the last value, and how many points hold a value."""
+    return aggregates.summary(aggregate(s), lower)
 
 
 def numeric_values(s: Series) -> np.ndarray:

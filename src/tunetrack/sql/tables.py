@@ -16,9 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import config, states
-from ..metric_keys import minimized
 from ..reader import Run, Series, present, provenance
-from ..reader.series import best
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -284,24 +282,16 @@ def events_table(runs: Sequence[Run]) -> pa.Table:
 def summary_table(runs: Sequence[Run]) -> pa.Table:
     import pyarrow as pa
 
-    rows = []
-    for run in runs:
-        keys = set(run.keys())
-        for key, s in run.summary().items():
-            top, top_step = best(present(run.series(key)), minimized(key)) if key in keys else (None, None)
-            rows.append(
-                {
-                    "run": run.id,
-                    "key": key,
-                    "last": _number(s["last"]),
-                    "min": _number(s["min"]),
-                    "max": _number(s["max"]),
-                    "best": top,
-                    "best_step": top_step,
-                    "step": s["step"],
-                    "count": s["count"],
-                }
-            )
+    rows = [
+        {
+            "run": run.id,
+            "key": key,
+            **{f: _number(s[f]) for f in ("last", "min", "max", "best")},
+            **{f: s[f] for f in ("best_step", "step", "count")},
+        }
+        for run in runs
+        for key, s in run.summary().items()
+    ]
     return pa.Table.from_pylist(rows, schema=_schema("summary"))
 
 

@@ -248,6 +248,34 @@ def float_column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Seque
     return steps, values if column_kind == FLOAT else array("d", values)
 
 
+def plain_columns(
+    record: dict[str, Any],
+) -> Iterator[tuple[str, Sequence[int], Sequence[float], Sequence[Any]]]:
+    """(key, steps, times, values) of every column of an encoded rows record that is not in its float
+    matrix (the writer folds the matrix itself with ``aggregates.MatrixFold``), in pure Python:
+    numbers as ``array`` slices, bools and mixed columns as lists."""
+    steps = array("q")
+    steps.frombytes(record[STEPS])
+    times = array("d")
+    times.frombytes(record[TIMES])
+    for key, (column_kind, data, idx) in record[COLUMNS].items():
+        col_steps: Sequence[int] = steps
+        col_times: Sequence[float] = times
+        if idx is not None:
+            rows = array("I")
+            rows.frombytes(idx)
+            col_steps, col_times = [steps[i] for i in rows], [times[i] for i in rows]
+        values: Sequence[Any]
+        if column_kind in _NUMERIC_DTYPES:
+            values = array("d" if column_kind == FLOAT else "q")
+            values.frombytes(data)
+        elif column_kind == BOOL:
+            values = [bool(b) for b in data]
+        else:
+            values = data
+        yield key, col_steps, col_times, values
+
+
 # == decoding ===================================================================================
 @dataclass
 class Block:

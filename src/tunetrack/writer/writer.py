@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import settings, states
+from .. import aggregates, settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..edits import fold
@@ -130,6 +130,12 @@ class Writer(threading.Thread):
         self._pending_system = codec.Rows()
         self._last_values: dict[str, Any] = {}
         self._last_step: int | None = None
+        #: each key's aggregates over what this process wrote (``tunetrack.aggregates``), stored in
+        #: its end record so listings need not read the data; a rewind makes them a superset of the
+        #: visible points, so it is recorded beside them and readers then read the data
+        self._aggregates: dict[str, aggregates.Agg] = {}
+        self._matrix_folds: dict[tuple[str, ...], aggregates.MatrixFold] = {}
+        self._rewound = False
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
     # -- opening the run -----------------------------------------------------------------------------
@@ -346,6 +352,7 @@ class Writer(threading.Thread):
         rows, self._pending = self._pending, codec.Rows()
         record = codec.encode_rows(rows, convert=to_plain, on_drop=self._on_drop, last=self._last_values)
         self._last_step = rows.steps[-1]
+        self._fold(record, rows)
         if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
         if self.health is not None:
@@ -356,6 +363,30 @@ class Writer(threading.Thread):
             dict_rows = _as_backend_rows(rows)
             for runner in self._runners:
                 runner.submit("log", dict_rows, rows=len(dict_rows))
+
+    def _fold(self, record: dict[str, Any], rows: codec.Rows) -> None:
+        """Fold a written block into each key's aggregates: the matrix of a block whose rows share
+        their float keys with NumPy (one fold per key list, merged at the end), the other columns
+        one by one."""
+        keys = record.get(codec.MATRIX_KEYS)
+        if keys:
+            matrix = self._matrix_folds.get(tuple(keys))
+            if matrix is None:
+                matrix = self._matrix_folds[tuple(keys)] = aggregates.MatrixFold(keys)
+            matrix.add(rows.steps, rows.times, record[codec.MATRIX])
+        aggs = self._aggregates
+        for key, steps, times, values in codec.plain_columns(record):
+            new = aggregates.chunk(steps, times, values)
+            if new is not None:
+                aggs[key] = aggregates.merge(aggs.get(key), new)
+
+    def _all_aggregates(self) -> dict[str, aggregates.Agg]:
+        """Each key's aggregates over everything this process wrote."""
+        out = dict(self._aggregates)
+        for matrix in self._matrix_folds.values():
+            for key, agg in matrix.aggregates().items():
+                out[key] = aggregates.merge(out.get(key), agg)
+        return out
 
     def _write_system(self) -> None:
         rows, self._pending_system = self._pending_system, codec.Rows()
@@ -375,6 +406,7 @@ class Writer(threading.Thread):
 
     def _write_event(self, event: Event) -> None:
         record = codec.encode_event(event.kind, event.step, event.time, event.data)
+        self._rewound = self._rewound or event.kind == "rewind"
         self._store_op(lambda f: f.append(codec.pack(record)))
         event_dict = {**event.data, "kind": event.kind, "step": event.step, "time": event.time}
         for runner in self._runners:
@@ -451,6 +483,9 @@ class Writer(threading.Thread):
                 k: v for k, v in ((k, to_plain(v)) for k, v in self._last_values.items()) if v is not DROP
             }
             end["last"] = {"step": self._last_step, "values": values}
+            end["aggregates"] = self._all_aggregates()
+            if self._rewound:
+                end["rewound"] = True
             self._store_op(lambda f: f.close(end))
 
 

@@ -1,0 +1,90 @@
+"""The runs table at 10,000 runs with metric aggregates (issue 23): do best/min/max need every run's
+data? Each timing is a fresh process (a cold reader), median of ``--reps``.
+
+    PYTHONPATH=src python benchmarks/sweep_bench.py [--runs 10000] [--reps 3] [--before SRC]
+
+``--before SRC``: another checkout's ``src`` (main), timed on the same store for the plain listing.
+The store is ``ui_bench.fill_table``'s (copies of 12 real runs); then the same store with the stored
+aggregates removed from every end record, which is what a reader meets without them (runs written
+before they were stored): every aggregate is computed from the data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+CATALOG = "import sys; from tunetrack.reader import Catalog; rows = Catalog(sys.argv[1]).rows(keys=['loss', 'eval_loss']); print(len(rows))"
+
+
+def timed(src: str, args: list[str], reps: int) -> float:
+    env = {**os.environ, "PYTHONPATH": src}
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, *args], env=env, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def strip(root: Path) -> None:
+    for end in root.glob("*/*.end.json"):
+        data = json.loads(end.read_text())
+        data.pop("aggregates", None)
+        end.write_text(json.dumps(data))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--before", default=None)
+    opts = parser.parse_args()
+    from ui_bench import fill_table
+
+    src = str(HERE.parent / "src")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "runs"
+        start = time.perf_counter()
+        fill_table(root, opts.runs)
+        print(f"store of {opts.runs} runs built in {time.perf_counter() - start:.0f} s", flush=True)
+        ls = ["-m", "tunetrack", "ls", "--dir", str(root), "--limit", "20"]
+        cases = {
+            "ls --limit 20": ls,
+            "ls --limit 20 --json": [*ls, "--json"],
+            "ls --limit 20 --sort loss:min": [*ls, "--sort", "loss:min"],
+            "ls --limit 20 --where 'loss:min < 0.02' --sort eval_loss:best": [
+                *ls,
+                "--where",
+                "loss:min < 0.02",
+                "--sort",
+                "eval_loss:best",
+            ],
+            "dashboard table, cold (Catalog.rows)": ["-c", CATALOG, str(root)],
+        }
+        results: dict[str, dict[str, float]] = {}
+        for label, args in cases.items():
+            results[label] = {"stored": timed(src, args, opts.reps)}
+            if opts.before and "--sort" not in args and "--json" not in args:
+                results[label]["before (main)"] = timed(opts.before, args, opts.reps)
+            print(label, results[label], flush=True)
+        strip(root)
+        for label, args in cases.items():
+            if "--sort" in args:
+                results[label]["not stored (from the data)"] = timed(src, args, opts.reps)
+                print(label, results[label], flush=True)
+        print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

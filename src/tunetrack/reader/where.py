@@ -1,0 +1,402 @@
+"""The language that picks and orders runs: ``tunetrack ls --where EXPR --sort KEY``, the dashboard's
+filter box, and the field names ``compare --group-by`` takes. One module, so every place reads the
+same expression the same way.
+
+A field is one of
+
+- ``config.PATH``: a config value, nested keys joined by ``.`` (``config.lora.r``);
+- ``tags`` (or ``tag``): the run's tags; a comparison holds when one tag satisfies it
+  (``tag = "best"``), and ``"best" in tags`` asks the same;
+- ``state``, ``project``, ``name``, ``id``;
+- anything else is a metric, ``KEY[:AGG]`` with AGG one of ``last`` (the default), ``min``, ``max``,
+  ``best`` (``eval/loss:min``): keys may hold ``/``, ``.`` and ``-``; a key with other characters, or
+  one named like a field above, is written in backticks (`` `name`:max ``).
+
+Values are numbers (``1e-4``, ``-2``), strings in double or single quotes, ``true``, ``false``,
+``null`` and lists (``[8, 16]``). Operators: ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``,
+``not in``, ``~`` (a regular expression found anywhere in the text); ``and``, ``or``, ``not`` and
+parentheses combine them. A field a run does not have is missing, and compares like a NaN in pandas:
+every comparison is false except ``!=`` (and ``not in``), which is true. Numbers compare with numbers
+and text with text; a bool equals only a bool.
+
+The expression is parsed by a grammar (lark, LALR), never evaluated as Python: a bad one is a
+``WhereError`` that names what was unexpected and its column (counted from 1).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from .. import aggregates
+from ..metric_keys import minimized
+
+if TYPE_CHECKING:
+    from .run import Run
+
+#: fields of the run itself; any other name is a metric
+RUN_FIELDS = ("state", "project", "name", "id")
+TAGS = ("tags", "tag")
+
+GRAMMAR = r"""
+?start: disj
+?disj: conj (_OR conj)*
+?conj: neg (_AND neg)*
+?neg: _NOT neg -> not_
+    | "(" disj ")"
+    | comparison
+comparison: operand OP operand
+          | operand _IN operand -> in_
+          | operand _NOT _IN operand -> not_in
+?operand: FIELD -> field
+        | KEY -> field
+        | value
+?value: NUMBER -> number
+      | STRING -> string
+      | "true" -> true
+      | "false" -> false
+      | "null" -> null
+      | "[" [value ("," value)*] "]" -> list_
+_OR: "or"
+_AND: "and"
+_NOT: "not"
+_IN: "in"
+OP: /[<>=!~]+/
+FIELD: /[A-Za-z_][A-Za-z0-9_.\/-]*(:[A-Za-z]+)?/
+KEY: /`[^`]+`(:[A-Za-z]+)?/
+NUMBER: /[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/
+STRING: /"(\\.|[^"\\])*"/ | /'(\\.|[^'\\])*'/
+%ignore /\s+/
+"""
+
+OPERATORS = ("=", "!=", "<", "<=", ">", ">=", "~")
+
+
+class WhereError(ValueError):
+    """A bad expression or field: the message names what and where (``unexpected '>>' at column 11``)."""
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+#: a field the run does not have
+MISSING: Any = _Missing()
+
+
+@dataclass(frozen=True)
+class Field:
+    """What a name in an expression reads: ``kind`` is ``config``, ``tags``, one of ``RUN_FIELDS``,
+    or ``metric`` (``key`` and ``agg``)."""
+
+    kind: str
+    key: str = ""
+    agg: str = "last"
+
+    def __str__(self) -> str:
+        if self.kind == "config":
+            return f"config.{self.key}"
+        if self.kind == "metric":
+            return f"{self.key}:{self.agg}"
+        return self.kind
+
+
+def field(text: str, column: int = 1) -> Field:
+    """The field a name means (``config.lora.r``, ``tags``, ``eval/loss:min``, a backticked key)."""
+    quoted = text.startswith("`")
+    if quoted:
+        end = text.index("`", 1)
+        name, rest = text[1:end], text[end + 1 :]
+    else:
+        name, sep, agg = text.rpartition(":")
+        name, rest = (name, f":{agg}") if sep else (text, "")
+    agg = rest[1:] if rest else "last"
+    if rest and agg not in aggregates.AGGREGATES:
+        raise WhereError(
+            f"unknown aggregate {agg!r} at column {column} (use {', '.join(aggregates.AGGREGATES)})"
+        )
+    if not quoted and not rest:
+        if name.startswith("config."):
+            return Field("config", name[len("config.") :])
+        if name in TAGS:
+            return Field("tags")
+        if name in RUN_FIELDS:
+            return Field(name)
+    if not name:
+        raise WhereError(f"empty field at column {column}")
+    return Field("metric", name, agg)
+
+
+#: what an expression asks of one run: the value of a field (``MISSING`` when it has none)
+Lookup = Callable[[Field], Any]
+
+
+class Where:
+    """A parsed expression: ``where(lookup)`` says whether a run matches; ``fields`` are the fields it
+    reads (a caller reads only those: the config only when the expression names it)."""
+
+    def __init__(self, text: str, test: Callable[[Lookup], bool], fields: list[Field]) -> None:
+        self.text = text
+        self._test = test
+        self.fields = fields
+
+    def __call__(self, lookup: Lookup) -> bool:
+        return self._test(lookup)
+
+
+def parse(text: str) -> Where:
+    """``text`` as a ``Where``; a ``WhereError`` pointing at the column of what is wrong."""
+    from lark.exceptions import (
+        UnexpectedCharacters,
+        UnexpectedEOF,
+        UnexpectedInput,
+        UnexpectedToken,
+        VisitError,
+    )
+
+    try:
+        tree = _parser().parse(text)
+    except UnexpectedEOF:
+        raise WhereError(f"unexpected end at column {len(text) + 1}") from None
+    except UnexpectedToken as exc:
+        if exc.token.type == "$END":
+            raise WhereError(f"unexpected end at column {len(text) + 1}") from None
+        raise WhereError(f"unexpected {str(exc.token)!r} at column {exc.column}") from None
+    except UnexpectedCharacters as exc:
+        raise WhereError(f"unexpected {text[exc.pos_in_stream or 0]!r} at column {exc.column}") from None
+    except UnexpectedInput as exc:  # pragma: no cover - every kind lark raises is one of the above
+        raise WhereError(f"cannot parse at column {exc.column}") from None
+    fields: list[Field] = []
+    try:
+        test = _compiler_class()(fields).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, WhereError):
+            raise exc.orig_exc from None
+        raise
+    return Where(text, test, fields)
+
+
+@cache
+def _parser() -> Any:
+    import lark
+
+    return lark.Lark(
+        GRAMMAR, parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=False
+    )
+
+
+@cache
+def _compiler_class() -> Any:
+    import lark
+
+    class Compiler(lark.Transformer):
+        """The tree as closures: each comparison becomes a function of a run's ``Lookup``."""
+
+        def __init__(self, fields: list[Field]) -> None:
+            super().__init__()
+            self.fields = fields
+
+        # operands: (is_field, value-or-Field)
+        def field(self, items: list[Any]) -> tuple[bool, Any]:
+            token = items[0]
+            f = field(str(token), token.column)
+            self.fields.append(f)
+            return True, f
+
+        def number(self, items: list[Any]) -> tuple[bool, Any]:
+            text = str(items[0])
+            is_int = re.fullmatch(r"[+-]?\d+", text)
+            return False, int(text) if is_int else float(text)
+
+        def string(self, items: list[Any]) -> tuple[bool, Any]:
+            text = str(items[0])
+            return False, re.sub(r"\\(.)", r"\1", text[1:-1])
+
+        def true(self, items: list[Any]) -> tuple[bool, Any]:
+            return False, True
+
+        def false(self, items: list[Any]) -> tuple[bool, Any]:
+            return False, False
+
+        def null(self, items: list[Any]) -> tuple[bool, Any]:
+            return False, None
+
+        def list_(self, items: list[Any]) -> tuple[bool, Any]:
+            return False, [v for _, v in items]
+
+        def comparison(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            left, op, right = items
+            if str(op) not in OPERATORS:
+                raise WhereError(f"unexpected {str(op)!r} at column {op.column}")
+            pattern = None
+            if str(op) == "~":
+                if right[0] or not isinstance(right[1], str):
+                    raise WhereError(f"~ takes a quoted regular expression, at column {op.column}")
+                try:
+                    pattern = re.compile(right[1])
+                except re.error as exc:
+                    raise WhereError(f"bad regular expression at column {op.column}: {exc}") from None
+            return _comparison(left, str(op), right, pattern)
+
+        def in_(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            return _comparison(items[0], "in", items[1], None)
+
+        def not_in(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            test = _comparison(items[0], "in", items[1], None)
+            return lambda lookup: not test(lookup)
+
+        def not_(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            (inner,) = items
+            return lambda lookup: not inner(lookup)
+
+        def conj(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            return lambda lookup: all(test(lookup) for test in items)
+
+        def disj(self, items: list[Any]) -> Callable[[Lookup], bool]:
+            return lambda lookup: any(test(lookup) for test in items)
+
+    return Compiler
+
+
+def _comparison(
+    left: tuple[bool, Any], op: str, right: tuple[bool, Any], pattern: re.Pattern[str] | None
+) -> Callable[[Lookup], bool]:
+    def value(side: tuple[bool, Any], lookup: Lookup) -> Any:
+        return lookup(side[1]) if side[0] else side[1]
+
+    def test(lookup: Lookup) -> bool:
+        a, b = value(left, lookup), value(right, lookup)
+        if op == "in":
+            return _in(a, b)
+        if isinstance(a, list):  # tags: one of them
+            return any(_compare(x, op, b, pattern) for x in a)
+        return _compare(a, op, b, pattern)
+
+    return test
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return bool(a == b) if type(a) is type(b) or (_number(a) and _number(b)) else False
+
+
+def _compare(a: Any, op: str, b: Any, pattern: re.Pattern[str] | None) -> bool:
+    if a is MISSING or b is MISSING:
+        return op == "!="
+    if op == "=":
+        return _equal(a, b)
+    if op == "!=":
+        return not _equal(a, b)
+    if op == "~":
+        return isinstance(a, str) and pattern is not None and pattern.search(a) is not None
+    if not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
+        return False
+    return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
+
+
+def _in(a: Any, b: Any) -> bool:
+    if a is MISSING or b is MISSING or not isinstance(b, list):
+        return False
+    if isinstance(a, list):  # tags in a list: one of them
+        return any(_equal(x, y) for x in a for y in b)
+    return any(_equal(a, y) for y in b)
+
+
+# -- sorting ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sort:
+    field: Field
+    descending: bool = False
+
+
+def sort(text: str) -> Sort:
+    """``KEY[:last|min|max|best][:desc]`` (``:asc`` is the default): a field, as in expressions."""
+    key, descending = text, False
+    head, sep, tail = text.rpartition(":")
+    if sep and tail in ("asc", "desc"):
+        key, descending = head, tail == "desc"
+    if not key:
+        raise WhereError("--sort: give a field (config.lr, name, eval/loss:min, ...)")
+    return Sort(field(key), descending)
+
+
+def ordered(items: Sequence[Any], by: Sort, lookup: Callable[[Any], Lookup]) -> list[Any]:
+    """``items`` ordered by one field; a missing value (or one of another type than the first) comes
+    last either way, as pandas' ``sort_values`` puts NaN; the order is stable."""
+
+    def rank(item: Any) -> tuple[int, Any]:
+        v = lookup(item)(by.field)
+        if v is MISSING or v is None or (isinstance(v, float) and v != v) or isinstance(v, (list, dict)):
+            return 2, 0
+        return (0, v) if _number(v) else (1, str(v))
+
+    present = [(rank(item), item) for item in items]
+    kinds = {r[0] for r, _ in present if r[0] < 2}
+    kind = min(kinds) if kinds else 0  # numbers, else text; the rest after them
+    keep = [(r, item) for r, item in present if r[0] == kind]
+    rest = [item for r, item in present if r[0] != kind]
+    keep.sort(key=lambda p: p[0][1], reverse=by.descending)
+    return [item for _, item in keep] + rest
+
+
+# -- what a run has -------------------------------------------------------------------------------
+def lookup_from(
+    flat_config: Callable[[], Mapping[str, Any]],
+    run_field: Callable[[str], Any],
+    tags: Callable[[], Sequence[str]],
+    summary: Callable[[str], Mapping[str, Any] | None],
+) -> Lookup:
+    """A ``Lookup`` from what a reader holds of a run, each part asked only when a field names it
+    (a run's config is in its data; its state and summary in its processes' small files): its flat
+    config, a field of its own (``RUN_FIELDS``), its tags, and a key's summary (``aggregates.summary``)."""
+
+    def get(f: Field) -> Any:
+        if f.kind == "config":
+            return flat_config().get(f.key, MISSING)
+        if f.kind == "tags":
+            return list(tags())
+        if f.kind in RUN_FIELDS:
+            v = run_field(f.kind)
+            return MISSING if v is None else v
+        s = summary(f.key)
+        v = None if s is None else s.get(f.agg)
+        return MISSING if v is None else v
+
+    return get
+
+
+def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
+    """A ``Lookup`` over a ``Run``: what a field names is read when first asked, its summary once."""
+    lower = best or {}
+    cached: dict[str, Any] = {}
+
+    def summary(key: str) -> Mapping[str, Any] | None:
+        if "aggs" not in cached:
+            cached["aggs"] = run.aggregates()
+        agg = cached["aggs"].get(key)
+        return None if agg is None else aggregates.summary(agg, lower.get(key, minimized(key)))
+
+    return lookup_from(lambda: run.flat_config, lambda name: getattr(run, name), lambda: run.tags, summary)
+
+
+def select(
+    runs: Sequence[Run],
+    where: str | None = None,
+    by: str | None = None,
+    best: Mapping[str, bool] | None = None,
+) -> list[Run]:
+    """The runs ``where`` matches (all without one), ordered by ``by`` (``--sort``); else as given."""
+    test = parse(where) if where else None
+    order = sort(by) if by else None
+    lookups = {id(r): run_lookup(r, best) for r in runs} if (test or order) else {}
+    out = [r for r in runs if test is None or test(lookups[id(r)])]
+    return ordered(out, order, lambda r: lookups[id(r)]) if order is not None else list(out)

@@ -18,6 +18,10 @@ class ProcessRecords:
     system: list[codec.Block] = field(default_factory=list)
     configs: list[codec.ConfigRecord] = field(default_factory=list)
     events: list[codec.EventRecord] = field(default_factory=list)
+    tables: list[codec.TableRecord] = field(default_factory=list)
+    #: the long strings this process's tables define (ids are per process; a table's cells refer to
+    #: strings defined by earlier tables of the same process)
+    strings: codec.StringIndex = field(default_factory=codec.StringIndex)
     #: bytes of the data decoded so far: a later read of the growing data starts here
     offset: int = 0
 
@@ -26,6 +30,9 @@ class ProcessRecords:
         self.system += more.system
         self.configs += more.configs
         self.events += more.events
+        for table in more.tables:
+            self.strings.add(table)
+        self.tables += more.tables
         self.offset = more.offset
 
 
@@ -45,9 +52,12 @@ def read_process(folder: RunFolder, proc: str, ended: bool, start: int = 0) -> P
         codec.SYSTEM: out.system,
         codec.CONFIG: out.configs,
         codec.EVENT: out.events,
+        codec.TABLE: out.tables,
     }
     for kind, record in codec.unpack_all(scan(buf, report), corrupt):
         by_kind[kind].append(record)
+    for table in out.tables:
+        out.strings.add(table)
     out.offset = start + report.consumed
     if report.corrupt or (report.torn_tail and ended):
         what = f"{report.corrupt} corrupt record(s)" if report.corrupt else "a torn last record"

@@ -4,7 +4,7 @@ the console-script entry point.
 The commands parse arguments and call the read API (``tunetrack.reader``, which also renames, tags,
 notes and deletes runs) and the output helpers (``tables``, ``plot``, ``export``):
 
-- ``reading``: ``ls``, ``show``, ``diff``, ``export``, ``report``
+- ``reading``: ``ls``, ``show``, ``diff``, ``export``, ``samples``, ``report``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
@@ -21,7 +21,7 @@ import click
 from .errors import Group
 from .managing import note_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
-from .reading import diff_command, export_command, ls_command, report_command, show_command
+from .reading import diff_command, export_command, ls_command, report_command, samples_command, show_command
 from .serving import ui_command, watch_command
 
 
@@ -39,6 +39,7 @@ for _command in (
     show_command,
     diff_command,
     export_command,
+    samples_command,
     report_command,
     tag_command,
     rename_command,

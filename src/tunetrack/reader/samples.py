@@ -119,6 +119,11 @@ def merge_columns(tables: Sequence[SampleTable]) -> dict[str, str]:
     return out
 
 
+def steps_of(index: dict[str, dict[int, int]], key: str | None = None) -> list[int]:
+    """The steps with samples (of ``key``, or of any key) in a ``Run.sample_index()``, in order."""
+    return sorted({step for k, steps in index.items() if key is None or k == key for step in steps})
+
+
 # -- the text of a cell, for matching and for terminals ----------------------------------------------
 def cell_text(value: Any) -> str:
     """A cell as text: a conversation as ``role: content`` lines, numbers as Python writes them."""

@@ -4,6 +4,7 @@ for a reference only, and ``Run.samples`` reading old ``text`` events the same w
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -42,11 +43,14 @@ def completions(step: int, n: int = 4) -> list[dict]:
 def test_a_table_reads_back_typed_with_its_step(root):
     t = Tracker(dir=root, system=False).start()
     chat = [{"role": "system", "content": "be brief"}, {"role": "user", "content": PROMPT}]
-    for step in (1, 2):
-        t.log({"loss": 1.0 / step}, step=step)
-        rows = completions(step)
-        rows[0]["messages"] = chat
-        t.log_table("completions", rows)
+    with pytest.warns(UserWarning, match="rows with different columns") as caught:
+        for step in (1, 2):
+            t.log({"loss": 1.0 / step}, step=step)
+            rows = completions(step)
+            rows[0]["messages"] = chat  # the other rows have none: their cells are None, one warning
+            t.log_table("completions", rows)
+        t.flush()
+    assert len(caught) == 1
     t.finish()
     run = open_run(t.id, dir=root)
     assert run.sample_index() == {"completions": {1: 4, 2: 4}}
@@ -257,3 +261,66 @@ def test_select_filters_by_prompt_and_regex_and_sorts_by_any_column():
     assert [s["step"] for s in select(samples, sort="step:desc", limit=3)] == [2, 2, 2]
     with pytest.raises(re.error):
         select(samples, grep="(")
+
+
+# -- where samples come from -------------------------------------------------------------------------
+def test_trl_completion_files_land_as_typed_tables(root, tmp_path):
+    from tunetrack.integrations.support.completions import CompletionFiles
+
+    folder = tmp_path / "completions"
+    folder.mkdir()
+    chat = [{"role": "user", "content": "what is two plus two?"}]
+    frame = pd.DataFrame(
+        {
+            "step": [4, 4],
+            "prompt": [chat, chat],
+            "completion": ["four", "five"],
+            "accuracy": [1.0, 0.0],
+            "advantage": [0.5, -0.5],
+        }
+    )
+    frame.to_parquet(folder / "completions_00004.parquet")
+    t = Tracker(dir=root, system=False).start()
+    CompletionFiles().collect(folder, t)
+    t.finish()
+    run = open_run(t.id, dir=root)
+    assert run.sample_tables("completions")[0].columns() == {
+        "step": "number",
+        "prompt": "chat",
+        "completion": "text",
+        "accuracy": "number",
+        "advantage": "number",
+    }
+    assert [s["row"] for s in run.samples("completions", step=4)] == frame.to_dict("records")
+
+
+def test_swift_completion_lines_land_as_tables(root, tmp_path):
+    from tunetrack.integrations.support.completions import CompletionLog
+
+    path = tmp_path / "completions.jsonl"
+    line = {"step": ["3", "3"], "prompt": ["p", "p"], "completion": ["a", "b"], "Format": [1.0, 0.0]}
+    path.write_text(json.dumps(line) + "\n")
+    t = Tracker(dir=root, system=False).start()
+    CompletionLog().collect(path, t)
+    t.finish()
+    got = open_run(t.id, dir=root).samples("completions")
+    assert [(s["step"], s["row"]) for s in got] == [
+        (3, {"step": "3", "prompt": "p", "completion": "a", "Format": 1.0}),
+        (3, {"step": "3", "prompt": "p", "completion": "b", "Format": 0.0}),
+    ]
+
+
+def test_a_wandb_table_is_a_typed_table_with_its_images(root, monkeypatch):
+    import tunetrack.wandb as wandb
+
+    monkeypatch.setenv("TUNETRACK_DIR", str(root))
+    monkeypatch.setenv("TUNETRACK_SYSTEM", "0")
+    run = wandb.init(project="p", name="w")
+    table = wandb.Table(columns=["prompt", "score", "picture"])
+    table.add_data("hello", 3, wandb.Image(np.zeros((2, 2), dtype=np.uint8)))
+    wandb.log({"samples": table, "loss": 1.0}, step=5)
+    run.finish()
+    got = open_run("w", dir=root).samples("samples")
+    (sample,) = got
+    assert sample["step"] == 5 and sample["row"]["score"] == 3 and sample["row"]["prompt"] == "hello"
+    assert sample["row"]["picture"].endswith(".png")

@@ -160,7 +160,7 @@ def select(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """The samples whose prompt contains ``prompt``, whose prompt is exactly ``same_prompt`` (one
-    prompt across training), and of which some cell matches the regular expression ``grep`` (raises
+    prompt across training), and of which some text cell matches the regular expression ``grep`` (raises
     ``re.error`` for a bad one); sorted by ``sort`` (``COLUMN`` or ``COLUMN:desc``, a column of the
     row or one of ``META``; empty cells last), at most ``limit`` of them."""
     pattern = re.compile(grep) if grep else None
@@ -173,13 +173,26 @@ def select(
                 continue
             if same_prompt is not None and text != same_prompt:
                 continue
-        if pattern is not None and not any(pattern.search(cell_text(v)) for v in row.values()):
+        if pattern is not None and not _matches(pattern, row):
             continue
         out.append(sample)
     if sort:
         column, _, order = sort.partition(":")
         out = sort_samples(out, column, descending=order.lower() == "desc")
     return out[:limit] if limit is not None else out
+
+
+def _matches(pattern: re.Pattern[str], row: dict[str, Any]) -> bool:
+    """Whether a text cell of ``row`` (text, a conversation, a list or dict) matches: numbers are not
+    text, and not turning each into a string keeps a search of every step fast."""
+    search = pattern.search
+    for value in row.values():
+        if type(value) is str:
+            if search(value):
+                return True
+        elif isinstance(value, (list, dict)) and search(cell_text(value)):
+            return True
+    return False
 
 
 def sort_samples(

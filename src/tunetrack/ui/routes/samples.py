@@ -40,7 +40,9 @@ def samples(
     every step."""
     r = open_or_404(catalog, run_id)
     index = r.sample_index()
-    keys = {k: {"steps": steps_of(index, k), "rows": sum(steps.values())} for k, steps in index.items()}
+    keys: dict[str, dict[str, Any]] = {
+        k: {"steps": steps_of(index, k), "rows": sum(steps.values())} for k, steps in index.items()
+    }
     if key is None and keys:
         key = next(iter(keys))
     if key is not None and key not in keys:
@@ -83,7 +85,7 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
         if table.columns().get(column) != NUMBER:
             continue
         values = by_step.setdefault(table.step, [])
-        values += [v for row in table.rows() if _finite(v := row.get(column))]
+        values += [float(v) for row in table.rows() if _finite(v := row.get(column))]
     steps = sorted(s for s, v in by_step.items() if v)
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
 

@@ -85,7 +85,7 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
         if table.columns().get(column) != NUMBER:
             continue
         values = by_step.setdefault(table.step, [])
-        values += [float(v) for row in table.rows() if _finite(v := row.get(column))]
+        values += [row[column] for row in table.rows() if _finite(row.get(column))]
     steps = sorted(s for s, v in by_step.items() if v)
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
 

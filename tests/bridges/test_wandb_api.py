@@ -68,7 +68,7 @@ def test_the_table_the_histogram_and_the_summary(both):
     row = theirs["history"][119]
     (table_file,) = wandb_run_dir.glob(f"files/{row['samples.path']}")
     table = json.loads(table_file.read_text())
-    (samples,) = [e for e in ours.events() if e["kind"] == "text" and e["key"] == "samples"]
+    (samples,) = ours.texts("samples")
     assert samples["step"] == 119
     assert samples["rows"] == [dict(zip(table["columns"], r)) for r in table["data"]]
     counts = row["weights.values"]  # W&B keeps 64 bins; tunetrack the values' statistics

@@ -479,8 +479,8 @@ def _visible_headings(page) -> list[str]:
 
 
 def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_factory, page):
-    """No system metrics, no text samples or images: no "system" and no "text samples and images"
-    heading over nothing. A run that has them shows both."""
+    """No system metrics, no samples or images: no "system", "samples" or "images" heading over
+    nothing. A run that has them shows them."""
     bare = Tracker(dir=root, name="bare", system=False).start()
     bare.log({"loss": 1.0}, step=1)
     bare.finish()
@@ -496,8 +496,9 @@ def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_f
     assert _visible_headings(page) == ["training", "events", "config"]
     page.goto(f"{server.base}/run/{full.id}")
     page.wait_for_selector("#system .chart[data-drawn]")
-    assert _visible_headings(page) == ["training", "system", "events", "text samples and images", "config"]
-    assert "a generation" in page.inner_text("#media")
+    page.wait_for_selector("#sample-table .vrow")
+    assert _visible_headings(page) == ["training", "system", "events", "samples", "config"]
+    assert "a generation" in page.inner_text("#sample-table")
 
 
 def test_an_event_reads_the_same_on_the_run_page_and_in_its_report(root, server_factory, page, tmp_path):

@@ -62,10 +62,11 @@ def replay(run: Run, target: Backend | str, on_rows: Callable[[int], None] = lam
     if isinstance(backend, LogsEvents) and not any(
         held.values()
     ):  # events only into a target that had nothing
-        for event in run.events():
-            if event["kind"] in ("text", "image"):
-                backend.log_event(event)
-                done.events += 1
+        # tables of samples go to a backend as the text events it knows (as the live mirror sends them)
+        media = [e for e in run.events() if e["kind"] == "image"] + run.texts()
+        for event in sorted(media, key=lambda e: e["time"]):
+            backend.log_event(event)
+            done.events += 1
     backend.finish(run.state)
     return done
 

@@ -4,7 +4,7 @@ the console-script entry point.
 The commands parse arguments and call the read API (``tunetrack.reader``, which also renames, tags,
 notes and deletes runs) and the output helpers (``tables``, ``plot``, ``export``):
 
-- ``reading``: ``ls``, ``show``, ``logs``, ``diff``, ``compare``, ``export``, ``report``
+- ``reading``: ``ls``, ``show``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
@@ -30,6 +30,7 @@ from .reading import (
     logs_command,
     ls_command,
     report_command,
+    samples_command,
     show_command,
 )
 from .serving import ui_command, watch_command
@@ -51,6 +52,7 @@ for _command in (
     diff_command,
     compare_command,
     export_command,
+    samples_command,
     report_command,
     query_command,
     mcp_command,

@@ -129,6 +129,19 @@ def sort_option() -> Decorator:
     )
 
 
+def limit_option(help: str, default: int | None = None) -> Decorator:
+    """``--limit N`` (at least 1), passed as ``limit``."""
+    return click.option("--limit", type=click.IntRange(min=1), default=default, help=help)
+
+
+def step_options() -> Decorator:
+    """``--step N`` or ``--last`` (passed as ``step`` and ``last``): one step of a run."""
+    return combine(
+        click.option("--step", type=int, default=None, help="Only this step."),
+        click.option("--last", is_flag=True, help="Only the last step that has any."),
+    )
+
+
 def run_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A RUN argument: an empty string would be a prefix of every run id."""
     if not value.strip():

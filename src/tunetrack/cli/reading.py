@@ -1,5 +1,5 @@
-"""The commands that read runs and print or write them: ``ls``, ``show``, ``diff``, ``export`` and
-``report``. The tables are ``tables``, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
+"""The commands that read runs and print or write them: ``ls``, ``show``, ``diff``, ``export``,
+``samples`` and ``report``. The tables are ``tables``, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from .options import (
     best_option,
     dir_option,
     json_option,
+    limit_option,
     output_option,
     project_option,
     run_argument,
@@ -20,6 +21,7 @@ from .options import (
     runs_argument,
     since_option,
     sort_option,
+    step_options,
     where_option,
 )
 
@@ -37,9 +39,7 @@ FOLLOW_POLL = 0.5
     help="Only runs in this state.",
 )
 @click.option("--tag", "tags", multiple=True, help="Only runs with this tag (repeatable: all must match).")
-@click.option(
-    "--limit", type=click.IntRange(min=1), default=None, help="At most this many runs (newest first)."
-)
+@limit_option("At most this many runs (newest first).")
 @where_option()
 @sort_option()
 @best_option()
@@ -252,6 +252,71 @@ def export_command(run: str, dir: str | None, fmt: str, output: str | None, syst
         count = export.write(tables.counted(rows, advance), fields, fmt, output)
     if fmt == "parquet":
         click.echo(f"wrote {count} rows to {output}", err=True)
+
+
+#: rows a terminal shows when no --limit is given (JSON has no default limit)
+SAMPLES_SHOWN = 50
+
+
+@click.command("samples")
+@run_argument()
+@click.argument("key", required=False)
+@dir_option()
+@step_options()
+@click.option("--prompt", default=None, help="Only rows whose prompt contains this text.")
+@click.option("--sort", default=None, metavar="COL[:desc]", help="Sort by a column (or step, index).")
+@click.option("--grep", default=None, metavar="REGEX", help="Only rows with a cell this regex matches.")
+@limit_option(f"At most this many rows (default on a terminal: {SAMPLES_SHOWN}; --json: all).")
+@json_option("An array of samples as JSON: key, step, time, index and the row's columns as row.")
+@friendly
+def samples_command(
+    run: str,
+    key: str | None,
+    dir: str | None,
+    step: int | None,
+    last: bool,
+    prompt: str | None,
+    sort: str | None,
+    grep: str | None,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """Show the samples a run logged (log_table, log_text, TRL's and ms-swift's completions): the rows
+    of KEY's tables (every key's without it), at a step or all of them, filtered and sorted."""
+    import re
+
+    from ..reader import open_run
+    from ..reader.samples import select, steps_of
+    from . import export, tables
+
+    if step is not None and last:
+        raise click.UsageError("give --step or --last, not both")
+    r = open_run(run, dir=dir)
+    index = r.sample_index()
+    if key is not None and key not in index:
+        known = ", ".join(sorted(index)) or "none"
+        raise click.ClickException(f"run {r.id} has no samples under {key!r} (keys: {known})")
+    steps = steps_of(index, key)
+    if not steps:
+        raise click.ClickException(f"run {r.id} has no samples")
+    if last:
+        step = steps[-1]
+    elif step is not None and step not in steps:
+        raise click.ClickException(
+            f"no samples at step {step} (steps {steps[0]} to {steps[-1]}, {len(steps)} in all)"
+        )
+    try:
+        chosen = select(r.samples(key, step), prompt=prompt, grep=grep, sort=sort)
+    except re.error as exc:
+        raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--grep") from None
+    if as_json:
+        click.echo(export.dumps(chosen[:limit]))
+        return
+    shown = chosen[: limit or SAMPLES_SHOWN]
+    out = tables.console()
+    out.print(tables.samples_table(shown, several_keys=key is None and len(index) > 1))
+    if len(shown) < len(chosen):
+        click.echo(f"{len(shown)} of {len(chosen)} rows shown (--limit N for more)")
 
 
 @click.command("report")

@@ -214,6 +214,42 @@ def show(run: Run) -> None:
         out.print(Text.from_ansi(chart))
 
 
+# -- samples -------------------------------------------------------------------------------------
+#: characters of a text cell a terminal shows
+CELL_WIDTH = 300
+
+
+def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> Table:
+    """``tunetrack samples``: one line per row (its step, its key when there are several, its
+    columns); text cut to ``CELL_WIDTH`` characters, conversations as ``role: content`` lines."""
+    from ..reader.samples import cell_text
+
+    columns: dict[str, None] = {}
+    for sample in samples:
+        columns.update(dict.fromkeys(sample["row"]))
+    if all(s["row"].get("step") == s["step"] for s in samples):  # TRL's own step column says it again
+        columns.pop("step", None)
+    table = Table(show_edge=False, header_style="bold", show_lines=True)
+    table.add_column("step", justify="right", no_wrap=True)
+    if several_keys:
+        table.add_column("key")
+    numeric = {c for c in columns if all(_is_number(s["row"].get(c)) for s in samples)}
+    for col in columns:
+        table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
+    for sample in samples:
+        row = sample["row"]
+        cells = [
+            number(row.get(c)) if c in numeric else Text(short(cell_text(row.get(c)), CELL_WIDTH))
+            for c in columns
+        ]
+        table.add_row(str(sample["step"]), *([Text(sample["key"])] if several_keys else []), *cells)
+    return table
+
+
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
 # -- diff ----------------------------------------------------------------------------------------
 def diff_table(a: Run, b: Run, rows: list[tuple[str, list[Any]]]) -> Table:
     """``rows``: ``config.diff([a.flat_config, b.flat_config])``."""

@@ -36,7 +36,8 @@ def _unsupported(what: str) -> None:
 
 # -- media types -------------------------------------------------------------------------------------
 class Table:
-    """``wandb.Table``: rows of columns, recorded as a table of text samples at the step it is logged."""
+    """``wandb.Table``: rows of columns, recorded as a table of samples (``Tracker.log_table``: numbers
+    stay numbers, images become PNGs) at the step it is logged."""
 
     def __init__(
         self,
@@ -63,7 +64,11 @@ class Table:
             row.append(value)
 
     def rows(self) -> list[dict[str, Any]]:
-        return [dict(zip(self.columns, row)) for row in self.data]
+        """The rows as dicts, an ``Image`` cell as its pixels (the writer stores it as a PNG)."""
+        return [
+            {c: v.pixels() if isinstance(v, Image) else v for c, v in zip(self.columns, row)}
+            for row in self.data
+        ]
 
 
 class Image:
@@ -276,7 +281,7 @@ class Run:
         for key, value in _flat(data):
             if isinstance(value, Table):
                 if self._tracker is not None:
-                    self._tracker.log_text(key, value.rows(), step=self._step)
+                    self._tracker.log_table(key, value.rows(), step=self._step)
             elif isinstance(value, Image) or (
                 isinstance(value, list) and value and isinstance(value[0], Image)
             ):

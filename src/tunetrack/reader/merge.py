@@ -12,7 +12,8 @@ from .records import ProcessRecords
 
 
 def apply_rewinds(merged: ProcessRecords) -> None:
-    """Set each block's visibility mask and drop superseded events (rewinds themselves stay)."""
+    """Set each block's visibility mask and drop superseded events and sample tables (rewinds
+    themselves stay)."""
     import numpy as np
 
     rewinds = sorted((e.time, e.step) for e in merged.events if e.kind == "rewind")
@@ -27,7 +28,11 @@ def apply_rewinds(merged: ProcessRecords) -> None:
             for e in merged.events
             if e.kind == "rewind" or e.step <= cut[np.searchsorted(times, e.time, side="right")]
         ]
+        merged.tables = [
+            t for t in merged.tables if t.step <= cut[np.searchsorted(times, t.time, side="right")]
+        ]
     merged.events.sort(key=lambda e: e.time)
+    merged.tables.sort(key=lambda t: t.time)
     merged.configs.sort(key=lambda c: c.time)
 
 

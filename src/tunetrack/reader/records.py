@@ -19,6 +19,10 @@ class ProcessRecords:
     configs: list[codec.ConfigRecord] = field(default_factory=list)
     events: list[codec.EventRecord] = field(default_factory=list)
     console: list[codec.ConsoleRecord] = field(default_factory=list)
+    tables: list[codec.TableRecord] = field(default_factory=list)
+    #: the long strings this process's tables define (ids are per process; a table's cells refer to
+    #: strings defined by earlier tables of the same process)
+    strings: codec.StringIndex = field(default_factory=codec.StringIndex)
     #: bytes of the data decoded so far: a later read of the growing data starts here
     offset: int = 0
 
@@ -28,6 +32,9 @@ class ProcessRecords:
         self.configs += more.configs
         self.events += more.events
         self.console += more.console
+        for table in more.tables:
+            self.strings.add(table)
+        self.tables += more.tables
         self.offset = more.offset
 
 
@@ -60,9 +67,12 @@ def read_process(
         codec.CONFIG: out.configs,
         codec.EVENT: out.events,
         codec.CONSOLE: out.console,
+        codec.TABLE: out.tables,
     }
     for kind, record in codec.unpack_all(scan(buf, report), corrupt):
         by_kind[kind].append(record)
+    for table in out.tables:
+        out.strings.add(table)
     out.offset = start + report.consumed
     if report.corrupt or (report.torn_tail and ended):
         what = f"{report.corrupt} corrupt record(s)" if report.corrupt else "a torn last record"

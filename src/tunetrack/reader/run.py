@@ -24,6 +24,7 @@ from .console import Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .processes import Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
+from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
 
 
@@ -170,6 +171,7 @@ class Run:
             self._system_blocks.setdefault(proc.node, []).extend(recs.system)
             merged.configs += recs.configs
             merged.events += recs.events
+            merged.tables += recs.tables
         apply_rewinds(merged)
         return merged
 
@@ -364,9 +366,36 @@ class Run:
                     out[name] = out.get(name, 0) + int(count)
         return out
 
+    # -- samples -------------------------------------------------------------------------------------
+    def sample_tables(self, key: str | None = None, step: int | None = None) -> list[SampleTable]:
+        """The tables of samples (``Tracker.log_table`` and ``log_text``), in time order, of ``key`` and
+        at ``step`` if given. Cheap: a table's rows are decoded when asked for."""
+        records = self._records
+        tables = [SampleTable(t.key, t.step, t.time, t.count, record=t) for t in records.tables]
+        tables += [t for e in records.events if (t := from_event(e.kind, e.step, e.time, e.data)) is not None]
+        tables.sort(key=lambda t: t.time)
+        return [t for t in tables if (key is None or t.key == key) and (step is None or t.step == step)]
+
+    def sample_index(self) -> dict[str, dict[int, int]]:
+        """``{key: {step: rows}}`` of every table of samples, without decoding any."""
+        out: dict[str, dict[int, int]] = {}
+        for table in self.sample_tables():
+            steps = out.setdefault(table.key, {})
+            steps[table.step] = steps.get(table.step, 0) + table.count
+        return out
+
+    def samples(self, key: str | None = None, step: int | None = None) -> list[dict[str, Any]]:
+        """The rows of the tables of samples, each ``{"key", "step", "time", "index", "row"}`` (``row``:
+        the table's own columns; ``index``: the row's place in its table), in logging order."""
+        return [sample for table in self.sample_tables(key, step) for sample in table.samples()]
+
     def texts(self, key: str | None = None) -> list[dict[str, Any]]:
-        """Text samples (``Tracker.log_text``): ``{"step", "time", "key", "rows": [...]}`` in time order."""
-        return [e for e in self.events() if e["kind"] == "text" and (key is None or e.get("key") == key)]
+        """Tables of samples as ``log_text`` events read: ``{"kind": "text", "step", "time", "key",
+        "rows": [...]}`` in time order (``samples()`` gives them row by row)."""
+        return [
+            {"kind": "text", "key": t.key, "step": t.step, "time": t.time, "rows": t.rows()}
+            for t in self.sample_tables(key)
+        ]
 
     @property
     def rewinds(self) -> int:

@@ -26,7 +26,7 @@ from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig, HealthMonitor
 from ..values import FAST_TYPES, snapshot
-from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Writer
+from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
 from .alerting import Alerting
 from .console import ConsoleCapture
@@ -436,7 +436,7 @@ class Tracker(Editing, Alerting, Media):
         """Whether this process records the run (starting it on the first call)."""
         return self._put is not None or self._put_after_start() is not None
 
-    def _send(self, message: ConfigUpdate | Event | MediaFile) -> None:
+    def _send(self, message: ConfigUpdate | Event | MediaFile | Table) -> None:
         if self._recording():
             assert self._channel is not None
             self._channel.send(message)

@@ -14,7 +14,7 @@ from fastapi.staticfiles import StaticFiles
 
 from ..reader import Catalog
 from . import assets, security
-from .routes import compare, media, pages, runs
+from .routes import compare, media, pages, runs, samples
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -23,7 +23,7 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     app.middleware("http")(security.guard(token))
     app.state.catalog = Catalog(root)
     app.state.listings = runs.Listings()
-    for topic in (runs, compare, media):
+    for topic in (runs, compare, media, samples):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/

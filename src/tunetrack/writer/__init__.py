@@ -3,7 +3,7 @@
 
 from .channel import Channel
 from .counters import Counters
-from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample
+from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample, Table
 from .writer import OpenedRun, RunRequest, Writer
 
 __all__ = [
@@ -18,5 +18,6 @@ __all__ = [
     "RunEdit",
     "RunRequest",
     "SystemSample",
+    "Table",
     "Writer",
 ]

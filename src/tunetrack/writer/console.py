@@ -378,7 +378,11 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
             recorder.put(streams[fd][0], data)
         return True
 
-    while open_streams:
+    control_open = True
+    # Both ends matter: the streams until every writer is gone, the control channel until the training
+    # process closes it. ``finish()`` gives fds 1 and 2 back before it says stop, so the streams can
+    # reach their end first: the stop (and the traceback it carries) still has to be read.
+    while open_streams or control_open:
         try:
             events = poller.poll()
         except InterruptedError:
@@ -390,6 +394,7 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
             chunk = os.read(control, 65536)
             if not chunk:  # the training process is gone (or finished): read on to EOF
                 poller.unregister(control)
+                control_open = False
                 continue
             buffer += chunk
             while b"\n" in buffer:

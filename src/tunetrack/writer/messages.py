@@ -30,6 +30,17 @@ class Event:
 
 
 @dataclass(slots=True)
+class Table:
+    """A table of samples (``Tracker.log_table``) at a step, as the caller handed it over: the writer
+    reads, types and encodes it (``writer.tables``), so the caller pays for a reference only."""
+
+    key: str
+    step: int
+    time: float
+    rows: Any
+
+
+@dataclass(slots=True)
 class SystemSample:
     """One row of system metrics from the sampler thread."""
 
@@ -60,4 +71,4 @@ class Flush:
     done: threading.Event
 
 
-Message = ConfigUpdate | Event | SystemSample | MediaFile | RunEdit | Flush
+Message = ConfigUpdate | Event | Table | SystemSample | MediaFile | RunEdit | Flush

@@ -31,7 +31,9 @@ from ..values import DROP, to_plain
 from . import fanout
 from .channel import Channel
 from .fanout import BackendRunner
-from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample
+from .images import encode_png
+from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample, Table
+from .tables import convert
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
 BATCH_VALUES = 65_536
@@ -128,6 +130,8 @@ class Writer(threading.Thread):
         self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
         self._pending = codec.Rows()
         self._pending_system = codec.Rows()
+        #: the long strings this process's tables stored (each is stored once, then referred to)
+        self._shared = codec.SharedStrings()
         self._last_values: dict[str, Any] = {}
         self._last_step: int | None = None
         #: each key's aggregates over what this process wrote (``tunetrack.aggregates``), stored in
@@ -341,6 +345,8 @@ class Writer(threading.Thread):
                 self._write_config(message)
             elif isinstance(message, Event):
                 self._write_event(message)
+            elif isinstance(message, Table):
+                self._write_table(message)
             elif isinstance(message, MediaFile):
                 self._write_file(message)
             elif isinstance(message, RunEdit):
@@ -411,6 +417,38 @@ class Writer(threading.Thread):
         event_dict = {**event.data, "kind": event.kind, "step": event.step, "time": event.time}
         for runner in self._runners:
             runner.submit("log_event", event_dict)
+
+    def _write_table(self, table: Table) -> None:
+        """Convert, store and mirror one table of samples. Whatever the caller handed over is stored
+        as well as it can be (``writer.tables``); what was odd is warned about once per key."""
+        try:
+            converted = convert(table.key, table.step, table.time, table.rows)
+        except Exception as exc:  # an object that cannot even be iterated: nothing to store
+            warn_once(f"{self._run_id}:table:{table.key}", f"could not store table {table.key!r}: {exc!r}")
+            return
+        for what, wording in converted.problems.items():
+            warn_once(f"{self._run_id}:table:{table.key}:{what}", f"table {table.key!r}: {wording}")
+        failed = set()
+        for path, image in converted.images:
+            try:
+                data = encode_png(image)
+            except Exception as exc:
+                failed.add(path)
+                warn_once(
+                    f"{self._run_id}:table:{table.key}:image",
+                    f"table {table.key!r}: an image could not be encoded ({exc!r}); its cell is empty",
+                )
+                continue
+            self._write_file(MediaFile(path, data))
+        if failed:
+            converted.forget(failed)
+        if self._files is not None:
+            record = codec.encode_table(table.key, table.step, table.time, converted.columns, self._shared)
+            self._store_op(lambda f: f.append(codec.pack(record)))
+        if self._runners:  # backends know samples as a text event
+            event = {"kind": "text", "key": table.key, "rows": converted.rows()}
+            for runner in self._runners:
+                runner.submit("log_event", {**event, "step": table.step, "time": table.time})
 
     def _write_file(self, media: MediaFile) -> None:
         self._store_op(lambda f: f.put_file(media.path, media.data))

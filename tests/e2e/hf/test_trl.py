@@ -77,11 +77,20 @@ def test_dpo(tmp_path, root):
 
 
 def test_grpo_with_completions(tmp_path, root):
+    import json
+    import math
+
+    import pandas as pd
+    from click.testing import CliRunner
     from trl import GRPOConfig, GRPOTrainer
+
+    from tunetrack.cli import cli
 
     tok = build_tokenizer()
 
-    def length_reward(completions, **kw):
+    def length_reward(completions, log_extra=None, **kw):
+        if log_extra is not None:  # TRL's extra columns of the completions table
+            log_extra("length", [len(c) for c in completions])
         return [-abs(len(c) - 10) / 10 for c in completions]
 
     def broken_reward(completions, **kw):
@@ -119,6 +128,53 @@ def test_grpo_with_completions(tmp_path, root):
     assert all(
         len(s["rows"]) == 4 and "completion" in s["rows"][0] and "prompt" in s["rows"][0] for s in samples
     )
+    # `tunetrack samples --json` holds exactly the rows TRL wrote, at their steps, rewards as numbers
+    result = CliRunner().invoke(cli, ["samples", "grpo", "completions", "--json", "--dir", str(root)])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    written = [
+        (int(path.stem.split("_")[-1]), pd.read_parquet(path).to_dict("records"))
+        for path in sorted((tmp_path / "completions").glob("completions_*.parquet"))
+    ]
+    assert [(s["step"], s["index"]) for s in got] == [
+        (step, i) for step, rows in written for i in range(len(rows))
+    ]
+    theirs = [row for _, rows in written for row in rows]
+    assert list(theirs[0]) == [
+        "step",
+        "prompt",
+        "completion",
+        "length_reward",
+        "broken_reward",
+        "length",
+        "advantage",
+    ]
+    assert [list(s["row"]) for s in got] == [list(row) for row in theirs]
+    assert all(_same(s["row"], row) for s, row in zip(got, theirs))
+    assert all(
+        isinstance(s["row"]["length_reward"], float) and math.isnan(s["row"]["broken_reward"]) for s in got
+    )
+    assert run.sample_tables("completions")[0].columns() == {
+        "step": "number",
+        "prompt": "text",
+        "completion": "text",
+        "length_reward": "number",
+        "broken_reward": "number",
+        "length": "number",
+        "advantage": "number",
+    }
+
+
+def _same(ours: dict, theirs: dict) -> bool:
+    """Equal rows, NaN equal to NaN (TRL writes a reward function's None as NaN)."""
+    import math
+
+    def same(a, b):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+
+    return ours.keys() == theirs.keys() and all(same(ours[k], theirs[k]) for k in ours)
 
 
 def test_grpo_example_script(root):

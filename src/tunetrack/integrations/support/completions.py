@@ -1,8 +1,10 @@
-"""Generations a trainer writes to disk, picked up as text samples.
+"""Generations a trainer writes to disk, picked up as tables of samples.
 
-TRL's GRPO trainer (``log_completions=True``) writes ``completions/completions_<step>.parquet`` after
-the ``on_log`` of that step and sends the table only to wandb and trackio; ``CompletionFiles`` reads
-each new file once and records its rows with ``Tracker.log_text``. ms-swift's GRPO trainer appends
+TRL's GRPO and RLOO trainers (``log_completions=True``) write ``completions/completions_<step>.parquet``
+after the ``on_log`` of that step (every column: step, prompt, completion, one per reward function, the
+``log_extra`` columns, advantage) and send the table only to wandb and trackio; ``CompletionFiles``
+reads each new file once and hands the DataFrame to ``Tracker.log_table`` as it is (the writer thread
+types it: rewards stay numbers, conversational prompts become chat messages). ms-swift's GRPO trainer appends
 the same table to one file instead, ``completions.jsonl``, a line per logging step holding a column
 per field (``{"step": ["3", ...], "prompt": [...], "completion": [...], <reward>: [...]}``), also after
 that step's ``on_log``; ``CompletionLog`` reads the lines added since its last call.
@@ -12,7 +14,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ...tracker import Tracker
 
 KEY = "completions"
 
@@ -23,8 +28,10 @@ class CompletionFiles:
     def __init__(self) -> None:
         self.seen: set[str] = set()
 
-    def collect(self, folder: Path, tracker: Any) -> None:
+    def collect(self, folder: Path, tracker: Tracker | None) -> None:
         """Record every table in ``folder`` not recorded yet (one still being written waits)."""
+        if tracker is None:
+            return
         try:
             files = sorted(p for p in folder.glob("completions_*.parquet") if p.name not in self.seen)
         except OSError:
@@ -42,7 +49,7 @@ class CompletionFiles:
                 if "step" in frame and len(frame)
                 else int(path.stem.split("_")[-1])
             )
-            tracker.log_text(KEY, _plain(frame.to_dict("records")), step=step)
+            tracker.log_table(KEY, frame, step=step)
 
 
 class CompletionLog:
@@ -53,7 +60,9 @@ class CompletionLog:
     def __init__(self) -> None:
         self.offset = 0
 
-    def collect(self, path: Path, tracker: Any) -> None:
+    def collect(self, path: Path, tracker: Tracker | None) -> None:
+        if tracker is None:
+            return
         try:
             with open(path, "rb") as f:
                 f.seek(self.offset)
@@ -71,12 +80,4 @@ class CompletionLog:
             except (ValueError, TypeError, AttributeError):
                 continue
             if rows:
-                tracker.log_text(KEY, _plain(rows), step=step)
-
-
-def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of plain values: anything else (lists, images, NumPy values) as its text."""
-    return [
-        {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in r.items()}
-        for r in rows
-    ]
+                tracker.log_table(KEY, rows, step=step)

@@ -93,10 +93,17 @@ def keys(catalog: CatalogDep) -> dict[str, list[str]]:
 def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
     """The run as ``run_json`` gives it, with its metric and system keys, its nodes, and what the page
     prints: ``overview`` (``run_text``: facts, summary and events worded as ``tunetrack show`` words
-    them) and ``flat_config`` (each value's text)."""
+    them), ``flat_config`` (each value's text) and ``samples`` (its tables of samples: keys, rows and
+    steps)."""
     r = open_or_404(catalog, run_id)
+    index = r.sample_index()
     return {
         **run_json(r, detail=True),
+        "samples": {
+            "keys": list(index),
+            "rows": sum(n for steps in index.values() for n in steps.values()),
+            "steps": len({step for steps in index.values() for step in steps}),
+        },
         "summary": r.summary(),
         "overview": run_text(r),
         "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},

@@ -1,3 +1,4 @@
+import { showSamples } from "./samples.js";
 import { api, breathe, bucketWidth, chartsReady, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
@@ -108,7 +109,7 @@ function addCharts(meta) {
   }
   return added;
 }
-function renderEvents() {  // text samples show with the images, below
+function renderEvents() {  // samples show in their own view, below
   const rows = run.overview.events.filter(e => e.kind !== "text");
   document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
 }
@@ -116,19 +117,15 @@ function renderEvents() {  // text samples show with the images, below
 function showSystem() {
   document.getElementById("system-section").hidden = !(run.nodes.length && run.system_keys.length);
 }
-function renderMedia() {
+function renderMedia() {  // images logged one by one (tables of samples are the Samples view's)
   const box = document.getElementById("media");
   box.replaceChildren();
   for (const e of run.events) {
-    if (e.kind === "text") {
-      box.appendChild(el("h3", `${e.key} · step ${e.step}`));
-      for (const r of e.rows || []) box.appendChild(el("pre", Object.entries(r).map(([k, v]) => `${k}: ${v}`).join("\n")));
-    } else if (e.kind === "image") {
-      const img = el("img", null, "sample");
-      img.src = `/api/runs/${encodeURIComponent(runId)}/media/${e.path.split("/").map(encodeURIComponent).join("/")}`;
-      img.alt = `${e.key} step ${e.step}`;
-      box.appendChild(img);
-    }
+    if (e.kind !== "image") continue;
+    const img = el("img", null, "sample");
+    img.src = `/api/runs/${encodeURIComponent(runId)}/media/${e.path.split("/").map(encodeURIComponent).join("/")}`;
+    img.alt = `${e.key} step ${e.step}`;
+    box.appendChild(img);
   }
   document.getElementById("media-section").hidden = !box.children.length;
 }
@@ -242,6 +239,7 @@ async function start() {
   if (run.error) document.getElementById("error").textContent = run.error;
   renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
   loadLogs();
+  showSamples(runId, run.samples);
   try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
@@ -270,6 +268,7 @@ async function refresh() {
     run = fresh;
     showState();
     renderOverview(); renderEvents(); showSystem(); loadLogs();
+    showSamples(runId, run.samples);
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },

@@ -1,0 +1,216 @@
+"""Tables of samples read back (``Tracker.log_table``, ``log_text``), and the one way they are
+filtered and sorted: the CLI's ``samples``, the dashboard's Samples view and the report all select
+rows here, so ``--grep`` and the dashboard's filter cannot disagree.
+
+A sample is one row of one table: ``{"key", "step", "time", "index", "row"}``, ``row`` holding the
+table's own columns (TRL's tables have a ``step`` column of their own, so the row is kept apart from
+where it was logged). Tables written before tables had a record of their own (``text`` events) read
+the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..store import codec
+
+# -- column types, as readers show them --
+NUMBER = "number"
+BOOL = "bool"
+TEXT = "text"
+CHAT = "chat"
+IMAGE = "image"
+MIXED = "mixed"
+
+_TYPES = {
+    codec.FLOAT: NUMBER,
+    codec.INT: NUMBER,
+    codec.BOOL: BOOL,
+    codec.TEXT: TEXT,
+    codec.CHAT: CHAT,
+    codec.IMAGE: IMAGE,
+}
+#: the columns that hold a row's prompt, in the order they are looked for
+PROMPT_COLUMNS = ("prompt", "query", "question", "input", "instruction")
+#: fields of a sample besides its row, which ``sort`` also accepts
+META = ("key", "step", "time", "index")
+
+
+@dataclass(eq=False)
+class SampleTable:
+    """One table at one step; its rows are decoded when asked for."""
+
+    key: str
+    step: int
+    time: float
+    count: int
+    record: codec.TableRecord | None = None
+    #: the rows of a table stored as a ``text`` event (before tables had a record of their own)
+    event_rows: list[Any] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        if self.record is not None:
+            return self.record.rows()
+        return [r if isinstance(r, dict) else {"text": r} for r in self.event_rows or []]
+
+    def columns(self) -> dict[str, str]:
+        """Each column's type: number, bool, text, chat, image, or mixed."""
+        if self.record is not None:
+            kinds = dict(self.record.columns)
+            rows = None
+            out = {}
+            for name, kind in kinds.items():
+                if kind in _TYPES:
+                    out[name] = _TYPES[kind]
+                else:
+                    rows = rows if rows is not None else self.rows()
+                    out[name] = value_type(r.get(name) for r in rows)
+            return out
+        names: dict[str, None] = {}
+        rows = self.rows()
+        for row in rows:
+            names.update(dict.fromkeys(row))
+        return {name: value_type(r.get(name) for r in rows) for name in names}
+
+    def samples(self) -> list[dict[str, Any]]:
+        return [
+            {"key": self.key, "step": self.step, "time": self.time, "index": i, "row": row}
+            for i, row in enumerate(self.rows())
+        ]
+
+
+def from_event(kind: str, step: int, time: float, data: dict[str, Any]) -> SampleTable | None:
+    """The table of a ``text`` event, or None for any other event."""
+    if kind != "text":
+        return None
+    rows = data.get("rows") or []
+    return SampleTable(str(data.get("key") or "text"), step, time, len(rows), event_rows=list(rows))
+
+
+def value_type(values: Iterable[Any]) -> str:
+    """The type of a column of plain values (None aside): number, bool, text, chat, or mixed."""
+    types = {_type_of(v) for v in values if v is not None}
+    if not types:
+        return TEXT
+    return types.pop() if len(types) == 1 else MIXED
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, (int, float)):
+        return NUMBER
+    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+        return CHAT
+    return TEXT
+
+
+def merge_columns(tables: Sequence[SampleTable]) -> dict[str, str]:
+    """The columns of several tables, in first-seen order (a column typed differently is mixed)."""
+    out: dict[str, str] = {}
+    for table in tables:
+        for name, kind in table.columns().items():
+            out[name] = kind if out.get(name, kind) == kind else MIXED
+    return out
+
+
+def steps_of(index: dict[str, dict[int, int]], key: str | None = None) -> list[int]:
+    """The steps with samples (of ``key``, or of any key) in a ``Run.sample_index()``, in order."""
+    return sorted({step for k, steps in index.items() if key is None or k == key for step in steps})
+
+
+# -- the text of a cell, for matching and for terminals ----------------------------------------------
+def cell_text(value: Any) -> str:
+    """A cell as text: a conversation as ``role: content`` lines, numbers as Python writes them."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+        return "\n".join(f"{m.get('role')}: {cell_text(m.get('content'))}" for m in value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def prompt_column(columns: Iterable[str]) -> str | None:
+    """The column holding the rows' prompt, if any."""
+    names = list(columns)
+    return next((c for c in PROMPT_COLUMNS if c in names), None)
+
+
+def prompt_text(row: dict[str, Any]) -> str | None:
+    """A row's prompt as text, or None when the row has no prompt column."""
+    column = prompt_column(row)
+    return None if column is None else cell_text(row[column])
+
+
+# -- selecting ---------------------------------------------------------------------------------------
+def select(
+    samples: Iterable[dict[str, Any]],
+    prompt: str | None = None,
+    same_prompt: str | None = None,
+    grep: str | None = None,
+    sort: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """The samples whose prompt contains ``prompt``, whose prompt is exactly ``same_prompt`` (one
+    prompt across training), and of which some text cell matches the regular expression ``grep`` (raises
+    ``re.error`` for a bad one); sorted by ``sort`` (``COLUMN`` or ``COLUMN:desc``, a column of the
+    row or one of ``META``; empty cells last), at most ``limit`` of them."""
+    pattern = re.compile(grep) if grep else None
+    out = []
+    for sample in samples:
+        row = sample["row"]
+        if prompt is not None or same_prompt is not None:
+            text = prompt_text(row)
+            if text is None or (prompt is not None and prompt not in text):
+                continue
+            if same_prompt is not None and text != same_prompt:
+                continue
+        if pattern is not None and not _matches(pattern, row):
+            continue
+        out.append(sample)
+    if sort:
+        column, _, order = sort.partition(":")
+        out = sort_samples(out, column, descending=order.lower() == "desc")
+    return out[:limit] if limit is not None else out
+
+
+def _matches(pattern: re.Pattern[str], row: dict[str, Any]) -> bool:
+    """Whether a text cell of ``row`` (text, a conversation, a list or dict) matches: numbers are not
+    text, and not turning each into a string keeps a search of every step fast."""
+    search = pattern.search
+    for value in row.values():
+        if type(value) is str:
+            if search(value):
+                return True
+        elif isinstance(value, (list, dict)) and search(cell_text(value)):
+            return True
+    return False
+
+
+def sort_samples(
+    samples: list[dict[str, Any]], column: str, descending: bool = False
+) -> list[dict[str, Any]]:
+    """Sorted by one column: numbers by value, anything else by its text; empty cells (None, NaN)
+    last in either order."""
+
+    def value(sample: dict[str, Any]) -> Any:
+        row = sample["row"]
+        return row.get(column) if column in row or column not in META else sample.get(column)
+
+    present = [s for s in samples if not _empty(value(s))]
+    empty = [s for s in samples if _empty(value(s))]
+    numbers = all(isinstance(value(s), (int, float)) for s in present)
+    key = (lambda s: float(value(s))) if numbers else (lambda s: cell_text(value(s)))
+    return sorted(present, key=key, reverse=descending) + empty
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -1,0 +1,219 @@
+// The run page's Samples view: one step's table of samples (a step slider), sorted by any column and
+// filtered by a regex over the text on the server (the reader's one selection, as `tunetrack
+// samples`), drawn virtually (only the rows in view exist, so 1,000 rows of 4 kB scroll smoothly),
+// a row opened in full below (chat as a conversation, images inline) with the same prompt across
+// training; the distribution of a numeric column at the step and its mean at every step. User data
+// is only ever inserted as text.
+import { api, chartsLoaded, dropChart, el, fmtNum, lineChart } from "./common.js";
+
+const ROW_HEIGHT = 88;  // px: a row shows its first lines; a click shows all of it
+const OVERSCAN = 8;     // rows drawn above and below the view
+const BINS = 20;
+
+export function showSamples(runId, summary) {
+  const section = document.getElementById("samples-section");
+  if (!summary || !summary.rows) { section.hidden = true; return; }
+  section.hidden = false;
+  const link = document.getElementById("samples-link");
+  link.hidden = false;
+  link.querySelector("a").textContent =
+    `${summary.rows.toLocaleString()} samples at ${summary.steps.toLocaleString()} step${summary.steps === 1 ? "" : "s"}`;
+  if (section.dataset.ready) return;
+  section.dataset.ready = "1";
+  const view = new SamplesView(runId);
+  view.load({ last: true });
+}
+
+class SamplesView {
+  constructor(runId) {
+    this.runId = runId;
+    this.base = `/api/runs/${encodeURIComponent(runId)}/samples`;
+    this.key = null; this.steps = []; this.sort = null; this.data = null; this.column = null;
+    this.keySelect = document.getElementById("sample-key");
+    this.slider = document.getElementById("sample-step");
+    this.grep = document.getElementById("sample-grep");
+    this.body = document.querySelector("#sample-table .vbody");
+    this.space = document.querySelector("#sample-table .vspace");
+    this.head = document.querySelector("#sample-table .vhead");
+    this.keySelect.addEventListener("change", () => { this.key = this.keySelect.value; this.load({ last: true }); });
+    this.slider.addEventListener("input", () => this.stepLabel());
+    this.slider.addEventListener("change", () => this.load({}));
+    let timer = null;
+    this.grep.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => this.load({}), 250); });
+    this.body.addEventListener("scroll", () => this.drawRows());
+    document.getElementById("sample-column").addEventListener("change", e => { this.column = e.target.value; this.stats(); });
+  }
+  step() { return this.steps[+this.slider.value]; }
+  stepLabel() { document.getElementById("sample-step-label").textContent = `step ${this.step()} (${+this.slider.value + 1} of ${this.steps.length})`; }
+  async load({ last = false }) {
+    const q = new URLSearchParams();
+    if (this.key !== null) q.set("key", this.key);
+    if (last) q.set("last", "true"); else if (this.steps.length) q.set("step", String(this.step()));
+    if (this.grep.value) q.set("grep", this.grep.value);
+    if (this.sort) q.set("sort", `${this.sort.column}${this.sort.desc ? ":desc" : ""}`);
+    const error = document.getElementById("sample-error");
+    try { this.data = await api(`${this.base}?${q}`); } catch (e) { error.textContent = e.message; return; }
+    error.textContent = "";
+    const keyChanged = this.key !== this.data.key;
+    this.key = this.data.key;
+    this.keySelect.replaceChildren(...Object.keys(this.data.keys).map(k => Object.assign(el("option", k), { value: k })));
+    this.keySelect.value = this.key;
+    this.steps = this.data.keys[this.key].steps;
+    this.slider.max = String(this.steps.length - 1);
+    this.slider.value = String(Math.max(0, this.steps.indexOf(this.data.step)));
+    this.stepLabel();
+    document.getElementById("sample-count").textContent = `${this.data.total.toLocaleString()} rows`;
+    this.columns = Object.keys(this.data.columns);
+    this.drawHead();
+    this.space.style.height = `${this.data.samples.length * ROW_HEIGHT}px`;
+    this.body.scrollTop = 0;
+    this.drawRows(true);
+    document.getElementById("sample-detail").hidden = true;
+    const numeric = this.columns.filter(c => this.data.columns[c] === "number" && c !== "step");
+    if (keyChanged || !numeric.includes(this.column)) {
+      this.column = numeric.find(c => /reward/i.test(c)) ?? numeric[0] ?? null;
+      const pick = document.getElementById("sample-column");
+      pick.replaceChildren(...numeric.map(c => Object.assign(el("option", c), { value: c })));
+      if (this.column) pick.value = this.column;
+      this.curve();
+    }
+    this.stats();
+  }
+  template() { return this.columns.map(c => (["number", "bool"].includes(this.data.columns[c]) ? "90px" : "minmax(160px, 1fr)")).join(" "); }
+  drawHead() {
+    this.head.style.gridTemplateColumns = this.template();
+    this.head.replaceChildren(...this.columns.map(c => {
+      const arrow = this.sort?.column === c ? (this.sort.desc ? " ▼" : " ▲") : "";
+      const th = el("div", c + arrow, "vcell");
+      th.dataset.sort = c;
+      th.title = `${c} (${this.data.columns[c]}): click to sort`;
+      th.addEventListener("click", () => {
+        this.sort = this.sort?.column === c && !this.sort.desc ? { column: c, desc: true } : { column: c, desc: false };
+        this.load({});
+      });
+      return th;
+    }));
+  }
+  // Only the rows in view (and a few around) are elements: the scroll height is the whole table's.
+  drawRows(force = false) {
+    const rows = this.data.samples;
+    const first = Math.max(0, Math.floor(this.body.scrollTop / ROW_HEIGHT) - OVERSCAN);
+    const last = Math.min(rows.length, Math.ceil((this.body.scrollTop + this.body.clientHeight) / ROW_HEIGHT) + OVERSCAN);
+    if (!force && this.drawn && this.drawn[0] === first && this.drawn[1] === last) return;
+    this.drawn = [first, last];
+    const template = this.template();
+    const out = [];
+    for (let i = first; i < last; i++) {
+      const r = el("div", null, "vrow");
+      r.style.top = `${i * ROW_HEIGHT}px`;
+      r.style.height = `${ROW_HEIGHT}px`;
+      r.style.gridTemplateColumns = template;
+      r.dataset.index = String(i);
+      for (const c of this.columns) r.appendChild(this.cell(rows[i].row[c], this.data.columns[c], true));
+      r.addEventListener("click", () => this.open(rows[i]));
+      out.push(r);
+    }
+    this.space.replaceChildren(...out);
+  }
+  cell(value, type, brief) {
+    const box = el("div", null, brief ? "vcell" : "cell-full");
+    if (value === null || value === undefined) { box.textContent = "—"; box.classList.add("muted"); return box; }
+    if (type === "image" && typeof value === "string") {
+      const img = el("img", null, brief ? "thumb" : "sample-image");
+      img.src = `/api/runs/${encodeURIComponent(this.runId)}/media/${value.split("/").map(encodeURIComponent).join("/")}`;
+      img.alt = value;
+      box.appendChild(img);
+    } else if (Array.isArray(value) && value.every(m => m && typeof m === "object" && "role" in m)) {
+      box.classList.add("chat");
+      for (const m of value) {
+        const msg = el("div", null, `msg msg-${String(m.role).replace(/[^a-z]/gi, "")}`);
+        msg.append(el("b", String(m.role)), el("span", typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+        box.appendChild(msg);
+      }
+    } else if (typeof value === "number") {
+      box.textContent = fmtNum(value);
+      box.classList.add("num");
+    } else {
+      box.textContent = typeof value === "string" ? value : JSON.stringify(value);
+    }
+    return box;
+  }
+  // A row in full: every cell wrapped, and the same prompt at every step of training.
+  open(sample) {
+    const detail = document.getElementById("sample-detail");
+    detail.hidden = false;
+    const parts = [el("h3", `${sample.key} · step ${sample.step} · row ${sample.index + 1}`)];
+    for (const c of this.columns) {
+      const line = el("div", null, "detail-cell");
+      line.append(el("div", c, "detail-name"), this.cell(sample.row[c], this.data.columns[c], false));
+      parts.push(line);
+    }
+    const promptColumn = this.data.prompt_column;
+    if (promptColumn && sample.row[promptColumn] != null) {
+      const across = el("div", null, "across");
+      across.id = "sample-across";
+      const button = el("button", "this prompt across training");
+      button.addEventListener("click", () => this.across(sample, across));
+      parts.push(button, across);
+    }
+    detail.replaceChildren(...parts);
+    detail.scrollIntoView({ block: "nearest" });
+  }
+  async across(sample, box) {
+    // the server finds the row's prompt (as text, a conversation included) and every row that has it
+    const q = new URLSearchParams({ key: this.key, like_step: sample.step, like_index: sample.index, sort: "step" });
+    let data;
+    try { data = await api(`${this.base}?${q}`); } catch (e) { box.textContent = e.message; return; }
+    const shown = this.columns.filter(c => c !== this.data.prompt_column && c !== "step");
+    const table = el("table");
+    table.appendChild(el("thead")).appendChild(rowOf(["step", ...shown], "th"));
+    const body = table.appendChild(el("tbody"));
+    for (const s of data.samples) {
+      const tr = body.appendChild(el("tr"));
+      tr.appendChild(el("td", String(s.step)));
+      for (const c of shown) tr.appendChild(el("td")).appendChild(this.cell(s.row[c], data.columns[c], false));
+    }
+    box.replaceChildren(el("p", `${data.total} completions of this prompt over ${new Set(data.samples.map(s => s.step)).size} steps`), table);
+  }
+  // The distribution of the chosen column over the step's rows (as filtered).
+  stats() {
+    const hist = document.getElementById("sample-hist");
+    const values = this.column ? this.data.samples.map(s => s.row[this.column]).filter(v => typeof v === "number") : [];
+    hist.replaceChildren();
+    hist.dataset.count = String(values.length);
+    if (!values.length) { hist.appendChild(el("p", "no numeric column", "muted")); return; }
+    const lo = Math.min(...values), hi = Math.max(...values);
+    const width = (hi - lo) / BINS || 1;
+    const counts = new Array(BINS).fill(0);
+    for (const v of values) counts[Math.min(BINS - 1, Math.floor((v - lo) / width))]++;
+    const most = Math.max(...counts);
+    const bars = el("div", null, "bars");
+    counts.forEach((n, i) => {
+      const bar = el("div", null, "bar-col");
+      bar.style.height = `${(100 * n) / most}%`;
+      bar.title = `${fmtNum(lo + i * width)} to ${fmtNum(lo + (i + 1) * width)}: ${n}`;
+      bar.dataset.count = String(n);
+      bars.appendChild(bar);
+    });
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    hist.append(bars, el("div", `${this.column} at step ${this.data.step}: ${values.length} values, mean ${fmtNum(mean)}, from ${fmtNum(lo)} to ${fmtNum(hi)}`, "muted"));
+  }
+  async curve() {
+    const box = document.getElementById("sample-curve");
+    dropChart(box);
+    box.replaceChildren();
+    if (!this.column || !chartsLoaded()) return;
+    const q = new URLSearchParams({ key: this.key, column: this.column });
+    try {
+      const data = await api(`${this.base}/curve?${q}`);
+      lineChart(box, [data.x, data.y], null, { title: `mean ${this.column} per step`, x: "step", names: [this.column], legend: false });
+      box.dataset.points = String(data.x.length);
+    } catch (e) { box.textContent = e.message; }
+  }
+}
+
+function rowOf(cells, tag) {
+  const tr = el("tr");
+  for (const c of cells) tr.appendChild(el(tag, c));
+  return tr;
+}

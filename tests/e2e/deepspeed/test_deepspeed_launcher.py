@@ -32,7 +32,10 @@ def test_deepspeed_launcher_two_processes_give_one_run(root):
     (run,) = list_runs(root, project="deepspeed-engine")
     assert run.state == "finished"
     assert run.series("loss").steps.tolist() == list(range(1, 11))  # rank 0 only, once
-    (primary,) = run.meta["processes"]
+    # rank 0 records the run; rank 1 joins it with its console only (what it printed)
+    roles = {p["role"]: p for p in run.meta["processes"]}
+    assert sorted(roles) == ["console", "primary"] and roles["console"]["rank"]["rank"] == 1
+    primary = roles["primary"]
     assert primary["rank"] == {
         "rank": 0,
         "local_rank": 0,

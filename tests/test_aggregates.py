@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from helpers import run_script
 from sweep import make_sweep
 from tunetrack import Tracker, aggregates
 from tunetrack.cli import cli
@@ -190,3 +191,28 @@ def test_the_matrix_fold_equals_chunks_merged(seed):
             part = aggregates.chunk(np.array(steps), np.array(times), block[:, j])
             expected[key] = aggregates.merge(expected.get(key), part)
     assert json.dumps(fold.aggregates(), sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_a_process_without_numpy_stores_the_same_aggregates(root):
+    """The writer folds float matrices with NumPy only where a process already loaded it: a script that
+    never did stores the same figures, key by key, and NumPy stays unloaded."""
+    out = run_script(
+        """
+        import json, math, sys
+        from tunetrack import Tracker
+        t = Tracker(dir=sys.argv[1], system=False).start()
+        for step in range(1, 301):
+            t.log({"loss": 1.0 / step if step % 7 else math.nan, "reward": (step % 11) - 5.0}, step=step)
+            if step % 100 == 0:
+                t.flush()  # three blocks
+        t.finish()
+        print(json.dumps([t.id, "numpy" in sys.modules]))
+        """,
+        str(root),
+    )
+    run_id, loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert loaded is False
+    run = open_run(run_id, dir=root)
+    (stored,) = [p["end"]["aggregates"] for p in run.meta["processes"]]
+    for key in ("loss", "reward"):
+        assert json.dumps(stored[key]) == json.dumps(aggregate(run.series(key)))

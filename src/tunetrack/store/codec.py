@@ -372,12 +372,30 @@ def float_column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Seque
     return steps, values if column_kind == FLOAT else array("d", values)
 
 
+def matrix_columns(
+    record: dict[str, Any],
+) -> Iterator[tuple[str, Sequence[int], Sequence[float], Sequence[float]]]:
+    """(key, steps, times, values) of each key of an encoded rows record's float matrix, as ``array``
+    slices, in pure Python (the writer's fold where NumPy is not loaded)."""
+    matrix_keys = record.get(MATRIX_KEYS) or []
+    if not matrix_keys:
+        return
+    steps = array("q")
+    steps.frombytes(record[STEPS])
+    times = array("d")
+    times.frombytes(record[TIMES])
+    values = array("d")
+    values.frombytes(record[MATRIX])
+    for i, key in enumerate(matrix_keys):
+        yield key, steps, times, values[i :: len(matrix_keys)]
+
+
 def plain_columns(
     record: dict[str, Any],
 ) -> Iterator[tuple[str, Sequence[int], Sequence[float], Sequence[Any]]]:
     """(key, steps, times, values) of every column of an encoded rows record that is not in its float
-    matrix (the writer folds the matrix itself with ``aggregates.MatrixFold``), in pure Python:
-    numbers as ``array`` slices, bools and mixed columns as lists."""
+    matrix (``matrix_columns``), in pure Python: numbers as ``array`` slices, bools and mixed columns
+    as lists."""
     steps = array("q")
     steps.frombytes(record[STEPS])
     times = array("d")

@@ -11,7 +11,9 @@ enough rows are pending, or when asked to. Backends get each batch on their own 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -371,17 +373,21 @@ class Writer(threading.Thread):
                 runner.submit("log", dict_rows, rows=len(dict_rows))
 
     def _fold(self, record: dict[str, Any], rows: codec.Rows) -> None:
-        """Fold a written block into each key's aggregates: the matrix of a block whose rows share
-        their float keys with NumPy (one fold per key list, merged at the end), the other columns
-        one by one."""
+        """Fold a written block into each key's aggregates. The matrix of a block whose rows share
+        their float keys is folded with NumPy, one fold per key list merged at the end, when NumPy is
+        already loaded (every training process has it: its wide rows then cost no Python loop per
+        key); a process that never loaded NumPy folds it key by key, and the writer does not load it."""
         keys = record.get(codec.MATRIX_KEYS)
-        if keys:
+        columns = codec.plain_columns(record)
+        if keys and "numpy" in sys.modules:
             matrix = self._matrix_folds.get(tuple(keys))
             if matrix is None:
                 matrix = self._matrix_folds[tuple(keys)] = aggregates.MatrixFold(keys)
             matrix.add(rows.steps, rows.times, record[codec.MATRIX])
+        elif keys:
+            columns = itertools.chain(codec.matrix_columns(record), columns)
         aggs = self._aggregates
-        for key, steps, times, values in codec.plain_columns(record):
+        for key, steps, times, values in columns:
             new = aggregates.chunk(steps, times, values)
             if new is not None:
                 aggs[key] = aggregates.merge(aggs.get(key), new)

@@ -39,6 +39,9 @@ from .tables import convert
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
 BATCH_VALUES = 65_536
+#: keys per row from which the writer folds a block's aggregates with NumPy even where nothing else
+#: loaded it (``Writer._fold``)
+WIDE_ROWS = 32
 #: how long another node's first rank waits for global rank 0 to publish the job's run
 JOIN_TIMEOUT = 1800.0
 
@@ -375,11 +378,13 @@ class Writer(threading.Thread):
     def _fold(self, record: dict[str, Any], rows: codec.Rows) -> None:
         """Fold a written block into each key's aggregates. The matrix of a block whose rows share
         their float keys is folded with NumPy, one fold per key list merged at the end, when NumPy is
-        already loaded (every training process has it: its wide rows then cost no Python loop per
-        key); a process that never loaded NumPy folds it key by key, and the writer does not load it."""
+        already loaded (every training process has it) or the rows are wide (``WIDE_ROWS`` keys: a
+        Python loop per key would cost the training thread's share of the interpreter more than
+        loading NumPy once); narrow rows in a process without NumPy are folded key by key, and the
+        writer does not load it for them."""
         keys = record.get(codec.MATRIX_KEYS)
         columns = codec.plain_columns(record)
-        if keys and "numpy" in sys.modules:
+        if keys and ("numpy" in sys.modules or len(keys) >= WIDE_ROWS):
             matrix = self._matrix_folds.get(tuple(keys))
             if matrix is None:
                 matrix = self._matrix_folds[tuple(keys)] = aggregates.MatrixFold(keys)

@@ -203,6 +203,7 @@ class SamplesView {
     dropChart(box);
     box.replaceChildren();
     if (!this.column || !chartsLoaded()) return;
+    box.classList.add("chart");  // a chart only where one can be drawn (a build without uPlot has none)
     const q = new URLSearchParams({ key: this.key, column: this.column });
     try {
       const data = await api(`${this.base}/curve?${q}`);

@@ -169,8 +169,9 @@ class TunetrackCallback(TrainerCallback):
         """One run per trial of ``trainer.hyperparameter_search``: the callback instance is shared."""
         if self.tracker is not None:
             self.tracker.finish()
-        self._trial = trial = self._trials.next(state.trial_name, state.trial_params)
         base = self.name or _run_name(args) or self.project or "search"
+        study = f"{base}-{time.strftime('%Y%m%d-%H%M%S')}"  # Trainer's callbacks never see Optuna's study
+        self._trial = trial = self._trials.next(state.trial_name, state.trial_params, study)
         self._start(args, state, name=trial.run_name(base), tags=trial.tags(self.tags))
         if self._recording:
             assert self.tracker is not None

@@ -21,6 +21,7 @@ from helpers import EXAMPLES_DIR, SRC, run_script
 from tunetrack.integrations.support.resume import MARKER as RUN_FILE
 from tunetrack.integrations.transformers import TunetrackCallback
 from tunetrack.reader import list_runs, open_run
+from tunetrack.reader.groups import group_runs
 
 
 @pytest.fixture(scope="module")
@@ -324,6 +325,9 @@ def test_optuna_search_one_run_per_trial_pruned_marked(tmp_path, root, tok):
     assert [e for e in second.events() if e["kind"] == "pruned"] == []
     assert second.series("loss").steps.tolist() == [1, 2, 3, 4, 5, 6]
     assert not (tmp_path / RUN_FILE).exists()  # trials are never resumed into
+    assert first.config["trial"]["study"].startswith("search-")  # one study: the search groups as one
+    _, groups = group_runs([first, second], "trial.study", "loss:min")
+    assert [len(g.runs) for g in groups] == [2]
 
 
 TORCHRUN = """

@@ -2,7 +2,8 @@
 
 A search drives one callback through many trials; each trial gets its own run named
 ``<base>-<trial>``, tagged ``param=value`` for each sampled parameter, with the trial (name,
-number, parameters, whether it was pruned) in its config, so trials sort and compare like any runs.
+number, parameters, whether it was pruned, the study it belongs to) in its config, so trials sort and
+compare like any runs, and ``--group-by trial.study`` folds a search into one group.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class Trial:
     name: str
     number: int
     params: dict[str, Any] = field(default_factory=dict)
+    study: str | None = None
 
     def run_name(self, base: str) -> str:
         return f"{base}-{self.name}"
@@ -25,18 +27,23 @@ class Trial:
         return [*tags, *(f"{k}={v}" for k, v in sorted(self.params.items()))]
 
     def config(self) -> dict[str, Any]:
-        return {"trial": {"name": self.name, "number": self.number, "params": self.params, "pruned": False}}
+        trial = {"name": self.name, "number": self.number, "params": self.params, "pruned": False}
+        return {"trial": {**trial, "study": self.study}}
 
 
 class Trials:
-    """Numbers the trials of a search as they start (a search without trial names gets ``trial-N``)."""
+    """Numbers the trials of a search as they start (a search without trial names gets ``trial-N``)
+    and names the search after its first trial's start, so its trials group as one study."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.study: str | None = None
 
-    def next(self, name: str | None, params: Mapping[str, Any] | None) -> Trial:
+    def next(self, name: str | None, params: Mapping[str, Any] | None, study: str) -> Trial:
+        """``study``: the search's name where this is its first trial (later ones keep the first's)."""
         number, self.count = self.count, self.count + 1
-        return Trial(str(name) if name else f"trial-{number}", number, dict(params or {}))
+        self.study = self.study or study
+        return Trial(str(name) if name else f"trial-{number}", number, dict(params or {}), self.study)
 
 
 def mark_pruned(tracker: Any, step: int, trial: Trial | None) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 from .. import aggregates
 from ..metric_keys import LOSS_LIKE, minimized
+from ..store.memory import no_cyclic_gc
 from .as_json import run_json
-from .find import find_run, load, store_at
+from .find import find_run, keep, load, store_at
 from .run import Run
 
 #: A run without an end record turns ``crashed`` without writing anything: look at it again this often.
@@ -78,19 +79,20 @@ class Catalog:
         caller that has just refreshed it to read its version."""
         if refresh:
             self.refresh()
-        out = [
-            {
-                **{k: v for k, v in row.items() if k != "aggregates"},
-                "last": {k: row["last"][k] for k in keys if k in row["last"]},
-                "summary": {
-                    k: aggregates.summary(agg, minimized(k))
-                    for k in keys
-                    if (agg := row["aggregates"].get(k)) is not None
-                },
-            }
-            for _, _, row in self._rows.values()
-            if (project is None or row["project"] == project) and (state is None or row["state"] == state)
-        ]
+        with no_cyclic_gc():
+            out = [
+                {
+                    **{k: v for k, v in row.items() if k != "aggregates"},
+                    "last": {k: row["last"][k] for k in keys if k in row["last"]},
+                    "summary": {
+                        k: aggregates.summary(agg, minimized(k))
+                        for k in keys
+                        if (agg := row["aggregates"].get(k)) is not None
+                    },
+                }
+                for _, _, row in self._rows.values()
+                if (project is None or row["project"] == project) and (state is None or row["state"] == state)
+            ]
         return sorted(out, key=lambda row: row["created"], reverse=True)
 
     def keys(self) -> list[str]:
@@ -114,7 +116,7 @@ class Catalog:
         asked is as recent as its own would be (a page's requests for the rows and for the keys, or
         many browsers' polls, cost one listing)."""
         asked = time.monotonic()
-        with self._table_lock:
+        with self._table_lock, no_cyclic_gc():
             if self._refreshed_from >= asked:
                 return self._version
             store = self.store
@@ -122,7 +124,9 @@ class Catalog:
             rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
             stamp: Any
             changed = False
-            for run_id, listed in store.entries():
+            entries = store.entries()
+            loaded: list[Run] = []
+            for run_id, listed in entries:
                 hit = self._rows.get(run_id)
                 if hit is not None:
                     live = hit[2]["state"] == "running"
@@ -134,6 +138,7 @@ class Catalog:
                 run = load(store, run_id)
                 if run is None:
                     continue  # not a run
+                loaded.append(run)
                 live = run.state == "running"
                 stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
                 shown = self._fresh(run) if live else run
@@ -149,6 +154,7 @@ class Catalog:
             if changed or rows.keys() != self._rows.keys():
                 self._version += 1
             self._rows = rows
+            keep(store, loaded, {run_id for run_id, _ in entries})
             return self._version
 
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
 from ..store import Store, open_store
+from ..store.memory import no_cyclic_gc
 from .run import Run
 
 
@@ -34,7 +35,19 @@ def load(store: Store, run_id: str) -> Run | None:
 
 
 def all_runs(store: Store) -> list[Run]:
-    return [run for run_id, _ in store.entries() if (run := load(store, run_id)) is not None]
+    """Every run of the store. What was read of ended runs is handed back to the store for the next
+    listing (``Run.listing_entry``): a folder of 10,000 runs is then one file and one directory."""
+    entries = store.entries()
+    with no_cyclic_gc():
+        runs = [run for run_id, _ in entries if (run := load(store, run_id)) is not None]
+    keep(store, runs, {run_id for run_id, _ in entries})
+    return runs
+
+
+def keep(store: Store, runs: Sequence[Run], present: set[str]) -> None:
+    """Hand what was read of ``runs`` to the store's listing (``Store.keep_listed``)."""
+    kept = {run.id: entry for run in runs if (entry := run.listing_entry()) is not None}
+    store.keep_listed(kept, present)
 
 
 def list_runs(

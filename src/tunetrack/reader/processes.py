@@ -16,6 +16,9 @@ from typing import Any
 from .. import settings, states
 from ..store.base import RunFolder
 
+#: what listings read of a process's metadata (the rest: ``tunetrack show``, from the run's files)
+LISTED_META = ("host", "pid", "rank", "role", "start", "resumed", "upload_interval")
+
 
 @dataclass
 class Process:

@@ -22,7 +22,7 @@ from ..store.base import RunFolder
 from . import console
 from .console import Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
-from .processes import Process, listed_processes, processes, run_state
+from .processes import LISTED_META, Process, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
 from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
@@ -99,6 +99,29 @@ class Run:
         file of the run read), else from the run's own files. State, hosts and last values use these."""
         summary = self.folder.summary()
         return listed_processes(summary) if summary is not None else self._processes
+
+    def listing_entry(self) -> dict[str, Any] | None:
+        """What a folder store may keep of this run for the next listing (``Store.keep_listed``), or
+        None. Only a run that ended for good: every process wrote its end record (a live or crashed
+        run changes without a new file), and one attempt (a resumed run's last values need its data).
+        Its folder changes when anything that a listing reads does (an edit, a resume, a sync: files
+        created or renamed into place), and the entry is kept with the folder's mtime, so a reader
+        trusts it only while that is unchanged."""
+        stamp = getattr(self.folder, "stamp", None)
+        if stamp is None or self.folder.summary() is not None:
+            return None  # not a folder old enough to tell, or answered from a listing already
+        procs = self._processes
+        if not procs or any(p.end is None for p in procs) or sum(p.primary for p in procs) != 1:
+            return None
+        return {
+            "stamp": stamp,
+            "run": self._run_json,
+            "processes": [
+                {"name": p.name, "meta": {k: p.meta[k] for k in LISTED_META if k in p.meta}, "end": p.end}
+                for p in procs
+            ],
+            "edits": [[name, body] for name, body in self.folder.edits()],
+        }
 
     @cached_property
     def _status(self) -> tuple[str, float | None, str | None]:

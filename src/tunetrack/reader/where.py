@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import aggregates
 from ..metric_keys import minimized
+from ..store.memory import no_cyclic_gc
 
 if TYPE_CHECKING:
     from .run import Run
@@ -397,6 +398,7 @@ def select(
     """The runs ``where`` matches (all without one), ordered by ``by`` (``--sort``); else as given."""
     test = parse(where) if where else None
     order = sort(by) if by else None
-    lookups = {id(r): run_lookup(r, best) for r in runs} if (test or order) else {}
-    out = [r for r in runs if test is None or test(lookups[id(r)])]
-    return ordered(out, order, lambda r: lookups[id(r)]) if order is not None else list(out)
+    with no_cyclic_gc():
+        lookups = {id(r): run_lookup(r, best) for r in runs} if (test or order) else {}
+        out = [r for r in runs if test is None or test(lookups[id(r)])]
+        return ordered(out, order, lambda r: lookups[id(r)]) if order is not None else list(out)

@@ -137,3 +137,8 @@ class Store(Protocol):
         """``(run id, stamp)`` for every run (perhaps a few folders that are not runs): a stamp changes
         when the run's listing changes."""
         ...
+
+    def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
+        """Keep what a reader read of ended runs for the next listing (``Run.listing_entry``), and
+        forget runs not ``present``; a store with an index of its own ignores it."""
+        ...

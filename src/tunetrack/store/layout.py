@@ -44,6 +44,8 @@ BEAT_SUFFIX = ".beat"  # an object store's heartbeat object of a process
 EDIT_SUFFIX = ".edit"
 MEDIA_DIR = "media"
 JOBS_DIR = ".jobs"
+#: a folder store's listing of its ended runs, kept by readers (``local.LocalStore.keep_listed``)
+LISTING = ".listing.msgpack"
 DELETED_PREFIX = ".deleted-"  # a run folder being removed
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 

@@ -19,9 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgpack
+
 from ..jsonfile import read_json, write_json_atomic
 from . import jobs, layout
 from .framing import frame
+from .memory import no_cyclic_gc
 
 
 @dataclass
@@ -110,17 +113,31 @@ class ProcessFiles:
             write_json_atomic(self.end_path, {**end, "time": end.get("time", time.time())})
 
 
+#: a folder whose mtime is younger than this may change again within the same mtime (timestamps are
+#: coarse): what was read of it is not kept for listings
+SETTLE_NS = 1_000_000_000
+
+
 class LocalRun:
     """A run folder, read-only: what readers see of a run. Missing or unreadable files read as
-    absent (a reader never fails on one file)."""
+    absent (a reader never fails on one file).
 
-    def __init__(self, path: Path) -> None:
+    ``stamp``: the folder's mtime when it was opened, where it is old enough to tell every later
+    change (``SETTLE_NS``); ``listed``: what the store's listing kept of the run at that stamp (its
+    run.json, its processes' metadata and end records, its edits), which then answer without reading
+    the run's files."""
+
+    def __init__(self, path: Path, stamp: int | None = None, listed: dict[str, Any] | None = None) -> None:
         self.path = path
+        self.stamp = stamp
+        self.listed = listed
 
     def __str__(self) -> str:
         return str(self.path)
 
     def run_json(self) -> dict[str, Any] | None:
+        if self.listed is not None:
+            return self.listed["run"]
         return read_json(self.path / layout.RUN_JSON)
 
     def where(self, proc: str) -> str:
@@ -162,7 +179,9 @@ class LocalRun:
             return None
 
     def signature(self) -> tuple[tuple[str, int, int], ...]:
-        """Changes whenever a process of the run writes, ends, or starts."""
+        """Changes whenever a process of the run writes, ends, or starts. Looked at afresh: from now
+        on the run is read from its own files, not from what a listing kept."""
+        self.listed = None
         out = []
         try:
             with os.scandir(self.path) as entries:
@@ -176,6 +195,8 @@ class LocalRun:
 
     def edits(self) -> list[tuple[str, dict[str, Any]]]:
         """``(name, body)`` of every edit of the run, in no particular order."""
+        if self.listed is not None:
+            return [(name, body) for name, body in self.listed["edits"]]
         out = []
         for path in self.path.glob(f"*{layout.EDIT_SUFFIX}"):
             name = layout.edit_of(path.name)
@@ -184,12 +205,14 @@ class LocalRun:
                 out.append((name, body))
         return out
 
-    def summary(self) -> None:
-        """Listings read a folder's own small files: no index entry."""
-        return None
+    def summary(self) -> dict[str, Any] | None:
+        """The processes as the store's listing kept them (no file read), or None: listings read the
+        folder's own small files."""
+        return {"processes": self.listed["processes"]} if self.listed is not None else None
 
     def refresh(self) -> None:
-        """Nothing is kept: every call looks at the folder."""
+        """Look at the folder itself from now on (not at what a listing kept of it)."""
+        self.listed = None
 
     def media(self) -> list[str]:
         """Every media file of the run (``media/...``)."""
@@ -218,6 +241,7 @@ class LocalStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._listing: dict[str, dict[str, Any]] | None = None
 
     def __str__(self) -> str:
         return str(self.root)
@@ -295,11 +319,52 @@ class LocalStore:
         return self.root / run_id
 
     def run(self, run_id: str) -> LocalRun | None:
-        """The run ``run_id``, or None if the store holds no such run."""
+        """The run ``run_id``, or None if the store holds no such run. An ended run that a listing
+        kept, whose folder has not changed since, is answered from the listing."""
         if not run_id or "/" in run_id or run_id.startswith("."):
             return None
-        run = LocalRun(self.root / run_id)
-        return run if (self.root / run_id / layout.RUN_JSON).is_file() else None
+        path = self.root / run_id
+        try:
+            mtime = path.stat().st_mtime_ns
+        except OSError:
+            return None
+        listed = self.listing().get(run_id)
+        if listed is not None and listed.get("stamp") == mtime:
+            return LocalRun(path, mtime, listed)
+        stamp = mtime if time.time_ns() - mtime > SETTLE_NS else None
+        return LocalRun(path, stamp) if (path / layout.RUN_JSON).is_file() else None
+
+    def listing(self) -> dict[str, dict[str, Any]]:
+        """What readers kept of the store's ended runs, by run id (``keep_listed``)."""
+        if self._listing is None:
+            with no_cyclic_gc():
+                try:
+                    data = msgpack.unpackb((self.root / layout.LISTING).read_bytes(), strict_map_key=False)
+                except (OSError, ValueError, msgpack.UnpackException):
+                    data = None
+            self._listing = data if isinstance(data, dict) else {}
+        return self._listing
+
+    def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
+        """Keep what a reader read of ended runs (``kept``: run id -> its small files and the stamp
+        they were read at), for the next reader: a listing of 10,000 ended runs then reads one file
+        and one directory instead of 30,000 files. Runs not ``present`` any more are dropped. Best
+        effort: a read-only or full disk only costs the next reader the files."""
+        listing = self.listing()
+        gone = listing.keys() - present
+        new = {k: v for k, v in kept.items() if listing.get(k) != v}
+        if not new and not gone:
+            return
+        for run_id in gone:
+            del listing[run_id]
+        listing.update(new)
+        path = self.root / layout.LISTING
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            tmp.write_bytes(msgpack.packb(listing, use_bin_type=True))
+            os.replace(tmp, path)
+        except (OSError, TypeError, ValueError):
+            tmp.unlink(missing_ok=True)
 
     def entries(self) -> list[tuple[str, int]]:
         """``(run id, stamp)`` for every folder that may hold a run, in one directory listing. The

@@ -212,6 +212,9 @@ class ObjectStore:
         run_json = loads(self.blobs.get(f"{run_id}/{layout.RUN_JSON}"))
         return RemoteRun(self, run_id, None, run_json) if run_json is not None else None
 
+    def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
+        """The bucket's index already lists runs without reading them (``index``)."""
+
     def entries(self) -> list[tuple[str, Any]]:
         """Every run with an index entry (``index.Listing``: a short LIST and a GET per live process
         once this machine has looked before). The stamp changes when any of the run's entries does."""

@@ -44,8 +44,16 @@ def expected_points(root) -> pd.DataFrame:
                 s = present(s)
                 for step, value in zip(s.steps, s.values):
                     number = isinstance(value, float | int | np.number) and not isinstance(value, bool)
-                    rows.append((run.id, proc, int(step), key, float(value) if number else None,
-                                 None if number else str(value)))
+                    rows.append(
+                        (
+                            run.id,
+                            proc,
+                            int(step),
+                            key,
+                            float(value) if number else None,
+                            None if number else str(value),
+                        )
+                    )
     return frame(rows)
 
 
@@ -56,7 +64,9 @@ def frame(rows) -> pd.DataFrame:
 
 def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     assert len(a) == len(b)
-    pd.testing.assert_frame_equal(a.astype(object).where(a.notna(), None), b.astype(object).where(b.notna(), None))
+    pd.testing.assert_frame_equal(
+        a.astype(object).where(a.notna(), None), b.astype(object).where(b.notna(), None)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +74,13 @@ def store(tmp_path_factory):
     """first: system metrics, NaN, None and text; resumed: a second attempt rewound to step 50."""
     root = tmp_path_factory.mktemp("pq") / "runs"
     source = Source()
-    with Tracker(dir=root, name="first", config={"lr": 1e-3, "lora": {"r": 16}}, system_sources=[source],
-                 system_interval=0.05) as t:
+    with Tracker(
+        dir=root,
+        name="first",
+        config={"lr": 1e-3, "lora": {"r": 16}},
+        system_sources=[source],
+        system_interval=0.05,
+    ) as t:
         for step in range(1, 101):
             t.log({"loss": 3.0 - step / 100, "grad_norm": step % 7}, step=step)
         t.log({"odd": math.nan, "none": None, "note": "done"}, step=100)
@@ -84,7 +99,9 @@ def test_duckdb_and_polars_read_the_folder_as_open_run_shows_it(store):
     glob = f"{store}/*/metrics.parquet"
     want = expected_points(store)
     resumed = open_run("resumed", dir=store).history(["loss"])
-    assert len(resumed) == 80 and resumed.loss.max() == 89.0  # the rewind hid steps 51..100 of the first attempt
+    assert (
+        len(resumed) == 80 and resumed.loss.max() == 89.0
+    )  # the rewind hid steps 51..100 of the first attempt
     got = duckdb.sql(f"SELECT run, process, step, key, value, text FROM read_parquet('{glob}')").df()
     same(frame(got.values.tolist()), want)
     got = pl.read_parquet(glob).select("run", "process", "step", "key", "value", "text").to_pandas()
@@ -93,7 +110,9 @@ def test_duckdb_and_polars_read_the_folder_as_open_run_shows_it(store):
     first = open_run("first", dir=store)
     system = pl.read_parquet(f"{store}/*/system.parquet")
     assert system.height == sum(len(s) for k in first.system_keys() for s in first.system_series(k).values())
-    params = duckdb.sql(f"SELECT run, key, value, number FROM read_parquet('{store}/**/params*.parquet')").df()
+    params = duckdb.sql(
+        f"SELECT run, key, value, number FROM read_parquet('{store}/**/params*.parquet')"
+    ).df()
     assert {(r.run, r.key, r.number) for r in params.itertuples()} == {
         (run.id, k, float(v)) for run in list_runs(store) for k, v in run.flat_config.items()
     }

@@ -100,7 +100,9 @@ def parquet_command(runs: list[str], dir: str | None, force: bool) -> None:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise click.ClickException("tunetrack parquet needs pyarrow: pip install 'tunetrack[query]'") from None
+        raise click.ClickException(
+            "tunetrack parquet needs pyarrow: pip install 'tunetrack[query]'"
+        ) from None
     for w in write_parquet(runs, dir=dir, force=force):
         what = f"wrote {w.bytes:,} bytes" if w.bytes else "current"
         click.echo(f"{w.run.id} ({w.run.name}): {what}")

@@ -103,4 +103,3 @@ def split(runs: Sequence[Run], table: str) -> tuple[list[Path], list[Run]]:
         else:
             files.append(path)
     return files, rest
-

@@ -154,7 +154,9 @@ class Tables:
                     import pyarrow as pa
                     import pyarrow.parquet as pq
 
-                    whole = pa.concat_tables([*(pq.read_table(f, schema=whole.schema) for f in params.files), whole])
+                    whole = pa.concat_tables(
+                        [*(pq.read_table(f, schema=whole.schema) for f in params.files), whole]
+                    )
                 self._built[name] = Source([], params_wide_table(whole))
             elif name in PARQUET_TABLES:
                 files, rest = split(self.runs, name)

@@ -12,7 +12,9 @@ listing, each copy's footer, DuckDB's first scan) and warm (median of ``--reps``
 the same without the copies (every run's records read: what a store without pyarrow costs); a
 Python loop of ``open_run(...).history()`` over the same runs (target: warm >= 20x faster than it, and
 <= 2 s); Parquet and record bytes per point; and what the copy adds to ``finish()`` (median per run,
-against runs recorded with ``TUNETRACK_PARQUET=0``). Not a timed test: docs/benchmarks.md.
+against runs recorded with ``TUNETRACK_PARQUET=0``): in a process that loaded pyarrow (the store's
+runs are recorded so), and in one that did not (a child process writes the copy). Not a timed test:
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -57,6 +59,26 @@ def record(root: Path, runs: int, steps: int, keys: int, parquet: bool) -> list[
         t.finish()
         finishes.append(time.perf_counter() - start)
     return finishes
+
+
+CHILD = """
+import json, statistics, sys
+sys.path.insert(0, sys.argv[1])
+import query_bench
+print(json.dumps(query_bench.record(query_bench.Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), True)))
+"""
+
+
+def record_without_pyarrow_loaded(root: Path, runs: int, steps: int, keys: int) -> list[float]:
+    """``record`` in a fresh process that never imports pyarrow: its writer has a child process write
+    each copy (the start of a Python that imports pyarrow is then part of ``finish()``)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    args = [str(Path(__file__).parent), str(root), str(runs), str(steps), str(keys)]
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *args], env=env, capture_output=True, text=True, check=True
+    )
+    times: list[float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return times
 
 
 def loop(root: Path) -> dict[str, float]:
@@ -130,10 +152,15 @@ def main() -> None:
     points = args.runs * args.steps * args.keys
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         root = Path(tmp) / "runs"
+        import pyarrow  # noqa: F401 - loaded, as in a training process that uses `datasets`
+
         start = time.perf_counter()
         with_copy = record(root, args.runs, args.steps, args.keys, parquet=True)
         recorded = time.perf_counter() - start
         without = record(Path(tmp) / "plain", args.baseline_runs, args.steps, args.keys, parquet=False)
+        in_child = record_without_pyarrow_loaded(
+            Path(tmp) / "child", args.baseline_runs, args.steps, args.keys
+        )
         found = queries(root, args.reps, copies=True)
         from_records = queries(root, max(args.reps // 2, 1), copies=False)
         python_loop = loop(root)
@@ -151,6 +178,7 @@ def main() -> None:
             **sizes(root, points),
             "finish_ms_median": {
                 "with_parquet": round(1000 * statistics.median(with_copy), 1),
+                "with_parquet_in_a_child": round(1000 * statistics.median(in_child), 1),
                 "without": round(1000 * statistics.median(without), 1),
             },
         }

@@ -74,6 +74,13 @@ def store(tmp_path_factory):
     """first: system metrics, NaN, None and text; resumed: a second attempt rewound to step 50."""
     root = tmp_path_factory.mktemp("pq") / "runs"
     source = Source()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TUNETRACK_PARQUET", "1")  # the tests' default is off (conftest.parquet_off)
+        record(root, source)
+    return root
+
+
+def record(root, source) -> None:
     with Tracker(
         dir=root,
         name="first",
@@ -92,7 +99,6 @@ def store(tmp_path_factory):
     with Tracker(dir=root, resume=run_id, resume_step=50, system=False) as t:
         for step in range(51, 81):
             t.log({"loss": 9.0 + step}, step=step)
-    return root
 
 
 def test_duckdb_and_polars_read_the_folder_as_open_run_shows_it(store):
@@ -147,6 +153,7 @@ def test_query_reads_current_copies_and_the_records_of_the_rest(store, tmp_path,
 
 
 def test_without_pyarrow_nothing_is_written_and_nothing_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNETRACK_PARQUET", "1")
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow -> ImportError
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -25,6 +25,7 @@ from tunetrack.reader import list_runs
 def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TUNETRACK_PARQUET", "1")  # the tests' default is off (conftest.parquet_off)
 
 
 def record(dir: str | Path) -> None:

@@ -56,6 +56,11 @@ def after_finish(store: Store, run_id: str) -> int:
     return write_copies(store, run)
 
 
+def after_finish_at(dir: str, run_id: str) -> int:
+    """``after_finish`` for the store at ``dir`` (a child process of the writer runs this)."""
+    return after_finish(store_at(dir), run_id)
+
+
 def write_parquet(refs: Sequence[str] = (), dir: Dir = None, force: bool = False) -> list[Written]:
     """Write the Parquet copies of the runs ``refs`` name (every run of the store if none) where they
     are missing or stale (``force``: always). A run still running gets a copy of what it has logged
@@ -71,4 +76,4 @@ def write_parquet(refs: Sequence[str] = (), dir: Dir = None, force: bool = False
     return out
 
 
-__all__ = ["Written", "after_finish", "write_copies", "write_parquet"]
+__all__ = ["Written", "after_finish", "after_finish_at", "write_copies", "write_parquet"]

@@ -542,21 +542,47 @@ class Writer(threading.Thread):
                 self._write_parquet()
 
     def _write_parquet(self) -> None:
-        """The run's Parquet copy (``manage.parquet``), once its end is recorded, still on this thread
-        (training no longer waits on it, ``finish()`` does). Any failure is one warning: the records are
-        the source of truth, and ``tunetrack parquet`` writes the copy later."""
-        if self._store is None or self.run_info is None:
+        """The run's Parquet copy (``manage.parquet.after_finish``), once its end is recorded, still on
+        this thread (``finish()`` waits for it; training does not). In a process that already loaded
+        pyarrow (a Hugging Face ``datasets`` one) it is written here; in one that did not, a child
+        process writes it, so that finishing a run never loads pyarrow or NumPy into the caller's
+        process. Where pyarrow is not installed, nothing happens. Any failure is one warning: the
+        records are the source of truth, and ``tunetrack parquet`` writes the copy later."""
+        if self._store is None or self.run_info is None or not settings.parquet_enabled():
             return
-        from ..manage.parquet import after_finish
-
         try:
-            after_finish(self._store, self.run_info.id)
+            if "pyarrow" in sys.modules:
+                from ..manage.parquet import after_finish
+
+                after_finish(self._store, self.run_info.id)
+            else:
+                _parquet_in_child(str(self._store), self.run_info.id)
         except Exception as exc:
             warn_once(
                 f"{self._run_id}:parquet",
                 f"run {self._run_id}: its Parquet copy was not written ({exc!r}); the records are complete, "
                 "and `tunetrack parquet` writes it",
             )
+
+
+#: what the child process runs (``Writer._write_parquet``): the same function, in a process of its own
+_CHILD = "import sys; from tunetrack.manage.parquet import after_finish_at; after_finish_at(*sys.argv[1:])"
+
+
+def _parquet_in_child(dir: str, run_id: str) -> None:
+    """``manage.parquet.after_finish`` in a child Python, waited for; skipped where pyarrow is not
+    installed (looked up without importing it)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("pyarrow") is None:
+        return
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, dir, run_id], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
 
 
 def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None]:

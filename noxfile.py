@@ -124,7 +124,8 @@ def tests(session: nox.Session) -> None:
     _env(session)
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
     # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point;
-    # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras)
+    # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras); polars: a
+    # second engine that reads the runs' Parquet copies without tunetrack
     _install_core(
         session,
         "numpy",
@@ -132,7 +133,8 @@ def tests(session: nox.Session) -> None:
         "peft",
         "hatchling",
         "tensorboard",
-        "duckdb>=1.1",
+        "duckdb>=1.2",
+        "polars",
         "mcp>=1.2",
         "-e",
         "examples/backend_package",
@@ -260,7 +262,9 @@ def objectstore(session: nox.Session) -> None:
     _env(session)
     session.env["TUNETRACK_OBJECTSTORE_TESTS"] = "1"  # a missing package is an error, never a skip
     _chromium(session)
-    session.install("-e", ".[test,s3,ui]", *OBJECTSTORE_TEST_PACKAGES, "playwright", "httpx", "tensorboard")
+    session.install(
+        "-e", ".[test,s3,ui,query]", *OBJECTSTORE_TEST_PACKAGES, "polars", "playwright", "httpx", "tensorboard"
+    )
     _pytest(session, "objectstore", "tests/objectstore")
     session.run("python", "benchmarks/objectstore_bench.py", "--quick")
 

@@ -21,6 +21,17 @@ def console_off(request, monkeypatch):
         monkeypatch.setenv("TUNETRACK_CONSOLE", "0")
 
 
+@pytest.fixture(autouse=True)
+def parquet_off(request, monkeypatch):
+    """A run's last process writes its Parquet copy as it ends (``manage.parquet``), which costs each of
+    the hundreds of trackers the unit tests start a reader's pass over its records (and, where the test
+    process has not loaded pyarrow, a child process): off, except where a test turns it on
+    (``TUNETRACK_PARQUET=1``: the query and Parquet tests) and in the end-to-end tests, which keep a
+    user's default."""
+    if request.node.get_closest_marker("e2e") is None:
+        monkeypatch.setenv("TUNETRACK_PARQUET", "0")
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     return tmp_path / "runs"

@@ -2,6 +2,7 @@
 two modules import each other (directly or round a loop).
 
     adapters (integrations/)  -> tracker -> writer -> store
+                                           writer -> manage (a run's Parquet copy, at its end)
     cli/, ui/                 -> reader  -> store
     cli/                      -> manage  -> reader, store   (edit, delete and copy runs)
     cli/                      -> sql     -> reader          (SQL over a store, in DuckDB)
@@ -41,7 +42,8 @@ ALLOWED: dict[str, set[str]] = {
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
     "ui": {"reader"},
     "tracker": {"writer", "system", "backends", "monitoring"},
-    "writer": {"store", "backends", "monitoring"},
+    # manage: the run's Parquet copy, written at the end by the code `tunetrack parquet` runs
+    "writer": {"store", "backends", "monitoring", "manage"},
     "bridges": {"reader", "backends", "writer"},  # replay a run into a backend; import runs
     "reader": {"store"},
     "manage": {"reader", "store"},  # edits, deletes and copies runs: the one writer besides the writer

@@ -43,6 +43,13 @@ class Source:
 def store(tmp_path_factory):
     """alpha (p1, system metrics, NaN, None, text and an event), beta (p1, failed), gamma (p2)."""
     root = tmp_path_factory.mktemp("q") / "runs"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TUNETRACK_PARQUET", "1")  # `metrics`, `system`, `params` then come from the copies
+        record(root)
+    return root
+
+
+def record(root) -> None:
     source = Source()
     a = Tracker(
         project="p1",
@@ -69,7 +76,6 @@ def store(tmp_path_factory):
         raise RuntimeError("diverged")
     with Tracker(project="p2", name="gamma", dir=root, system=False, config={"lr": 1e-3}) as c:
         c.log({"loss": 2.0, "lr": 0.1}, step=1)
-    return root
 
 
 def sql(query: str, root) -> pd.DataFrame:
@@ -319,3 +325,17 @@ def test_the_docs_list_the_tables_as_the_code_does():
     from tunetrack.sql.tables import markdown
 
     assert markdown() in (Path(__file__).resolve().parents[1] / "docs" / "query.md").read_text()
+
+
+def test_the_copies_and_the_records_give_the_same_tables(store, monkeypatch):
+    """The store's runs ended with pyarrow loaded, so ``metrics``, ``system`` and ``params`` come from
+    their Parquet copies; read from the records instead, every row is the same."""
+    from tunetrack.reader import parquet
+
+    order = {"metrics": "run, key, process, step", "system": "run, key, node, time", "params": "run, key"}
+    from_copies = {t: sql(f"SELECT * FROM {t} ORDER BY {o}", store) for t, o in order.items()}
+    assert all(parquet.current_file(run, "metrics") is not None for run in list_runs(store))
+    monkeypatch.setattr("tunetrack.sql.engine.split", lambda runs, table: ([], list(runs)))
+    for table, o in order.items():
+        pd.testing.assert_frame_equal(sql(f"SELECT * FROM {table} ORDER BY {o}", store), from_copies[table])
+    assert len(from_copies["metrics"]) > 400 and len(from_copies["system"]) >= 6

@@ -63,6 +63,12 @@ def console_max() -> int:
     return max(int(_float("TUNETRACK_CONSOLE_MAX", 100e6)), 1024)
 
 
+def parquet_enabled() -> bool:
+    """Whether a run's Parquet copy is written when its last process ends (``$TUNETRACK_PARQUET``,
+    ``0`` to skip it; ``tunetrack parquet`` writes it later)."""
+    return os.environ.get("TUNETRACK_PARQUET", "1") != "0"
+
+
 def stale_after() -> float:
     """Seconds without a heartbeat after which a run without an end record reads ``crashed``."""
     return _float("TUNETRACK_STALE_AFTER", 60.0)

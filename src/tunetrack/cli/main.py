@@ -21,7 +21,7 @@ import click
 
 from .asking import mcp_command, query_command
 from .errors import Group
-from .managing import note_command, rename_command, rm_command, tag_command
+from .managing import note_command, parquet_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
 from .reading import (
     compare_command,
@@ -60,6 +60,7 @@ for _command in (
     rename_command,
     note_command,
     rm_command,
+    parquet_command,
     sync_command,
     sync_backend_command,
     import_group,

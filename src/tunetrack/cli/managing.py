@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from .errors import friendly
-from .options import SignedArgs, dir_option, run_argument, runs_argument
+from .options import SignedArgs, dir_option, run_argument, run_refs, runs_argument
 
 
 @click.command("tag", cls=SignedArgs)
@@ -82,3 +82,27 @@ def _confirm_delete(found: list[Any]) -> bool:
     return click.confirm(
         f"Delete {len(found)} run{'s' if len(found) != 1 else ''}?{listed}\n", err=True, abort=True
     )
+
+
+@click.command("parquet")
+@click.argument("runs", nargs=-1, callback=run_refs)
+@dir_option()
+@click.option("--force", is_flag=True, help="Rewrite the copies that are current too.")
+@friendly
+def parquet_command(runs: list[str], dir: str | None, force: bool) -> None:
+    """Write the Parquet copy of runs (every run if none is named): metrics.parquet, system.parquet and
+    params.parquet in each run's folder or prefix, for DuckDB, Polars, pandas or Spark to read
+    directly (docs/query.md). A run's last process writes them when it ends where pyarrow is
+    installed; this writes those that are missing or stale (a run synced, resumed, or recorded
+    without pyarrow). Needs pyarrow."""
+    from ..manage.parquet import write_parquet
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "tunetrack parquet needs pyarrow: pip install 'tunetrack[query]'"
+        ) from None
+    for w in write_parquet(runs, dir=dir, force=force):
+        what = f"wrote {w.bytes:,} bytes" if w.bytes else "current"
+        click.echo(f"{w.run.id} ({w.run.name}): {what}")

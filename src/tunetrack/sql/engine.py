@@ -8,17 +8,21 @@ scanned. DuckDB cannot open an in-memory database read-only, so the statement ch
 writes out, and the database, which holds only the tables built for this statement, is dropped after it.
 
 Only the tables the statement names are built (``metrics`` is the big one); the others are there
-without rows, so ``SHOW TABLES`` and ``DESCRIBE`` see every table.
+without rows, so ``SHOW TABLES`` and ``DESCRIBE`` see every table. ``metrics``, ``system`` and
+``params`` read each run's Parquet copy where it is current (DuckDB scans those files itself, the only
+files the connection may read: ``allowed_paths``), and the records of the other runs.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TunetrackError
 from ..reader import Run, list_runs
+from ..reader.parquet import PARQUET_TABLES, split
 from .tables import BUILDERS, TABLES, empty, params_wide_table
 
 if TYPE_CHECKING:
@@ -83,10 +87,26 @@ def _explained(sql: str) -> str:
     return ""
 
 
-def connect() -> duckdb.DuckDBPyConnection:
-    """A fresh in-memory DuckDB, locked down (``SETTINGS``)."""
+def connect(files: Sequence[str] = ()) -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB, locked down (``SETTINGS``): the only files it may read are ``files``
+    (runs' Parquet copies, which ``Source`` views read; DuckDB's ``allowed_paths``)."""
     duckdb = _duckdb()
-    return duckdb.connect(":memory:", config=dict(SETTINGS))
+    if not files:
+        return duckdb.connect(":memory:", config=dict(SETTINGS))
+    con = duckdb.connect(":memory:", config={"python_enable_replacements": False})
+    try:
+        con.execute(f"SET allowed_paths = {_list(files)}")
+        for name, value in SETTINGS.items():
+            con.execute(f"SET {name} = {str(value).lower()}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _list(texts: Sequence[str]) -> str:
+    """``texts`` as a DuckDB list literal."""
+    return "[" + ", ".join("'" + t.replace("'", "''") + "'" for t in texts) + "]"
 
 
 def named_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
@@ -100,13 +120,24 @@ def named_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
     return names & set(TABLES)
 
 
+@dataclass
+class Source:
+    """One table of a store: the runs' current Parquet copies (``files``, read by DuckDB itself, with
+    projection and filter pushdown) and the rows built from the records of the runs without one."""
+
+    files: list[str]
+    built: pa.Table
+
+
 class Tables:
-    """The tables of one store, built on first use from one listing of its runs."""
+    """The tables of one store, built on first use from one listing of its runs. ``metrics``,
+    ``system`` and ``params`` come from each run's Parquet copy where it is current, else from its
+    records (``reader.parquet``: the copy holds what the records give)."""
 
     def __init__(self, dir: Dir = None, runs: Sequence[Run] | None = None) -> None:
         self.dir = dir
         self._runs = list(runs) if runs is not None else None
-        self._built: dict[str, pa.Table] = {}
+        self._built: dict[str, Source] = {}
 
     @property
     def runs(self) -> list[Run]:
@@ -114,13 +145,49 @@ class Tables:
             self._runs = list_runs(self.dir)
         return self._runs
 
-    def table(self, name: str) -> pa.Table:
+    def source(self, name: str) -> Source:
         if name not in self._built:
             if name == "params_wide":
-                self._built[name] = params_wide_table(self.table("params"))
+                params = self.source("params")
+                whole = params.built
+                if params.files:
+                    import pyarrow as pa
+                    import pyarrow.parquet as pq
+
+                    whole = pa.concat_tables(
+                        [*(pq.read_table(f, schema=whole.schema) for f in params.files), whole]
+                    )
+                self._built[name] = Source([], params_wide_table(whole))
+            elif name in PARQUET_TABLES:
+                files, rest = split(self.runs, name)
+                self._built[name] = Source([str(f) for f in files], BUILDERS[name](rest))
             else:
-                self._built[name] = BUILDERS[name](self.runs)
+                self._built[name] = Source([], BUILDERS[name](self.runs))
         return self._built[name]
+
+    def table(self, name: str) -> pa.Table:
+        """The whole table as Arrow (its Parquet copies read)."""
+        source = self.source(name)
+        if not source.files:
+            return source.built
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        parts = [pq.read_table(f, schema=source.built.schema) for f in source.files]
+        return pa.concat_tables([*parts, source.built])
+
+
+def _register(con: duckdb.DuckDBPyConnection, name: str, source: Source) -> None:
+    """``name`` as the statement sees it: the built rows, plus a view over the Parquet copies."""
+    if not source.files:
+        con.register(name, source.built)
+        return
+    con.register(f"_built_{name}", source.built)
+    columns = ", ".join(f'"{f.name}"' for f in source.built.schema)
+    con.execute(
+        f"CREATE TEMP VIEW {name} AS SELECT {columns} FROM read_parquet({_list(source.files)}) "
+        f"UNION ALL SELECT {columns} FROM _built_{name}"
+    )
 
 
 def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Table:
@@ -129,13 +196,18 @@ def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Ta
     duckdb = _duckdb()
     check(sql)
     tables = tables if tables is not None else Tables(dir)
-    con = connect()
+    probe = connect()
     try:
-        wanted = named_tables(con, sql)
-        for name in TABLES:
-            con.register(name, tables.table(name) if name in wanted else empty(name))
+        wanted = named_tables(probe, sql)
+    finally:
+        probe.close()
+    sources = {name: tables.source(name) if name in wanted else Source([], empty(name)) for name in TABLES}
+    con = connect([f for s in sources.values() for f in s.files])
+    try:
+        for name, source in sources.items():
+            _register(con, name, source)
         relation = con.sql(sql)
-        # ``to_arrow_table`` from DuckDB 1.4 on; older releases (1.1 on, the extra's floor) spell it so
+        # ``to_arrow_table`` from DuckDB 1.4 on; older releases (1.2 on, the extra's floor) spell it so
         fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table
         result: pa.Table = fetch()
         return result

@@ -97,6 +97,11 @@ class RunFolder(Protocol):
 
     def read_media(self, rel: str) -> bytes | None: ...
 
+    def parquet_file(self, table: str) -> Path | None:
+        """A local file holding the run's Parquet copy of ``table`` (``layout.parquet_name``): the
+        folder's own file, or a bucket's object downloaded into the cache; None if there is none."""
+        ...
+
 
 class Store(Protocol):
     """A run store. ``str(store)`` names it as the user would (a folder, a URL)."""
@@ -123,6 +128,10 @@ class Store(Protocol):
 
     def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
         """Add the edit ``name`` to the run; putting the same edit again changes nothing."""
+        ...
+
+    def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
+        """Put the run's Parquet copy of ``table``, replacing the one there (whole, never half)."""
         ...
 
     def delete_run(self, run_id: str) -> None:

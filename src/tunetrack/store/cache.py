@@ -30,6 +30,11 @@ class ObjectCache:
         except OSError:
             return None
 
+    def file(self, key: str, etag: str | None = None) -> Path | None:
+        """Where ``key`` is kept (under ``etag``), if it is."""
+        path = self._path(key, etag)
+        return path if path.is_file() else None
+
     def put(self, key: str, data: bytes, etag: str | None = None) -> None:
         """Keep ``data`` (best effort: a full or read-only disk only costs a download next time)."""
         path = self._path(key, etag)

@@ -10,6 +10,9 @@ One folder per run, one set of files per writing process (``<proc>.json``, ``<pr
     <root>/<run id>/<proc>.end.json            how it ended: state, time, traceback, counters, last values
     <root>/<run id>/<edit>.edit                one edit of the run (JSON): a new name, tags, a note
     <root>/<run id>/media/images/<key>/...     images
+    <root>/<run id>/metrics.parquet            the run's points as Parquet (also system.parquet,
+                                               params.parquet): a copy for columnar tools, rewritten
+                                               whole; the records stay the source of truth
     <root>/.jobs/<job key digest>.json         a distributed job's run id (store/jobs.py)
 
 Edits (``tunetrack tag``/``rename``/``note``, ``Tracker.name = ...``/``add_tags``) change no file:
@@ -47,6 +50,9 @@ JOBS_DIR = ".jobs"
 #: a folder store's listing of its ended runs, kept by readers (``local.LocalStore.keep_listed``)
 LISTING = ".listing.msgpack"
 DELETED_PREFIX = ".deleted-"  # a run folder being removed
+#: the tables a run keeps as Parquet beside its records (``reader/parquet.py``), each one file
+PARQUET_TABLES = ("metrics", "system", "params")
+PARQUET_SUFFIX = ".parquet"
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -65,6 +71,12 @@ def is_run_id(text: str) -> bool:
     """Whether ``text`` can name a run: letters, digits, ``_`` and ``-``, starting with a letter or
     digit, at most 128 characters."""
     return _GIVEN_ID.fullmatch(text) is not None
+
+
+def parquet_name(table: str) -> str:
+    """The file of a run that holds ``table`` as Parquet: ``metrics.parquet``, so that
+    ``<store>/*/metrics.parquet`` (or ``**/metrics*.parquet``) reads every run's."""
+    return f"{table}{PARQUET_SUFFIX}"
 
 
 def proc_name(start_time: float) -> str:

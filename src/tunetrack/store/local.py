@@ -52,6 +52,16 @@ def write_edit(run_dir: Path, name: str, body: dict[str, Any]) -> None:
         write_json_atomic(path, body)
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` at ``path``, replaced whole: a reader sees the old file or the new one, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 class ProcessFiles:
     """One writing process's files in a run folder. Called only from that process's writer thread."""
 
@@ -99,9 +109,7 @@ class ProcessFiles:
         """A file of the run besides the records (an image), at ``rel`` inside the run folder."""
         path = self.run_dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
 
     def close(self, end: dict[str, Any]) -> None:
         try:
@@ -235,6 +243,11 @@ class LocalRun:
         except OSError:
             return None
 
+    def parquet_file(self, table: str) -> Path | None:
+        """The run's Parquet copy of ``table``, if it has one."""
+        path = self.path / layout.parquet_name(table)
+        return path if path.is_file() else None
+
 
 class LocalStore:
     """A run store rooted at a folder: ``./tunetrack_runs``, ``$TUNETRACK_DIR`` or ``dir=``."""
@@ -304,6 +317,12 @@ class LocalStore:
     def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
         """Add an edit to the run (``write_edit``)."""
         write_edit(self.root / run_id, name, body)
+
+    def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
+        """The run's Parquet copy of ``table``, replaced whole (a run folder that is gone stays gone)."""
+        run_dir = self.root / run_id
+        if run_dir.is_dir():
+            write_atomic(run_dir / layout.parquet_name(table), data)
 
     def delete_run(self, run_id: str) -> None:
         """Remove the run: its folder is renamed out of sight at once (readers see all of the run or

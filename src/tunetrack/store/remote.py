@@ -11,6 +11,7 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/<proc>.beat                               rewritten at every upload: the heartbeat
     <run id>/<edit>.edit                               one edit of the run (created once, as in a folder)
     <run id>/media/...                                 images
+    <run id>/metrics.parquet, system.parquet, ...      the run's Parquet copy (replaced whole)
     .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
     .index/e-<run id>-<edit>.json                      an edit, for listings (written once)
     .index-compact/<time>.json                         many ended entries in one object
@@ -29,6 +30,7 @@ import hashlib
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from .. import settings
@@ -154,6 +156,10 @@ class ObjectStore:
         key = edit_key(run_id, name)
         self.blobs.put(key, dumps(edit_entry(run_id, name, body)))
         announce(self.blobs, key)
+
+    def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
+        """The run's Parquet copy of ``table``, one object (a put replaces it whole)."""
+        self.blobs.put(f"{run_id}/{layout.parquet_name(table)}", data)
 
     def delete_run(self, run_id: str) -> None:
         """Every object of the run and its index entries. The entries go first and are announced, so
@@ -379,5 +385,23 @@ class RemoteRun:
             return None
         try:
             return self._get(rel, immutable=True)
+        except StoreUnavailable:
+            return None
+
+    def parquet_file(self, table: str) -> Path | None:
+        """The run's Parquet copy of ``table``, downloaded into the cache once per version (its ETag):
+        engines read a local file. None if there is none, or it cannot be kept locally."""
+        rel = layout.parquet_name(table)
+        try:
+            blob = self._listing().get(rel)
+            if blob is None:
+                return None
+            key, tag = f"{self.run_id}/{rel}", blob.etag or f"{blob.size}-{blob.mtime}"
+            if self.store.cache.file(key, tag) is None:
+                data = self.store.blobs.get(key)
+                if data is None:
+                    return None
+                self.store.cache.put(key, data, tag)
+            return self.store.cache.file(key, tag)
         except StoreUnavailable:
             return None

@@ -125,6 +125,7 @@ class Writer(threading.Thread):
         self._mirroring = threading.Event()  # set while the thread waits for the backends at the end
         self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
+        self._store: Store | None = None  # the store the files are in (the run's Parquet copy goes there)
         #: told where this process's console file is once its files are open (``tracker.console``)
         self.console_sink: Callable[[Path], None] | None = None
         #: set once the files are open, or it is settled that they never will be (a job never published)
@@ -210,6 +211,7 @@ class Writer(threading.Thread):
             "resumed": opened.resumed,
         }
         self._files = store.open_process(opened.id, layout.proc_name(request.created), meta)
+        self._store = store
         self._files_opened()
         if request.job is not None:
             try:
@@ -235,6 +237,7 @@ class Writer(threading.Thread):
             opened.name, opened.project = _existing(store, run_id, run_id, None)
             meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
             self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
+            self._store = store
             self._files_opened()
         except OSError as exc:
             warn_once(f"store-open:{run_id}", f"cannot write the run store at {opened.dir}: {exc!r}")
@@ -535,7 +538,51 @@ class Writer(threading.Thread):
             end["aggregates"] = self._all_aggregates()
             if self._rewound:
                 end["rewound"] = True
-            self._store_op(lambda f: f.close(end))
+            if self._store_op(lambda f: f.close(end)):
+                self._write_parquet()
+
+    def _write_parquet(self) -> None:
+        """The run's Parquet copy (``manage.parquet.after_finish``), once its end is recorded, still on
+        this thread (``finish()`` waits for it; training does not). In a process that already loaded
+        pyarrow (a Hugging Face ``datasets`` one) it is written here; in one that did not, a child
+        process writes it, so that finishing a run never loads pyarrow or NumPy into the caller's
+        process. Where pyarrow is not installed, nothing happens. Any failure is one warning: the
+        records are the source of truth, and ``tunetrack parquet`` writes the copy later."""
+        if self._store is None or self.run_info is None or not settings.parquet_enabled():
+            return
+        try:
+            if "pyarrow" in sys.modules:
+                from ..manage.parquet import after_finish
+
+                after_finish(self._store, self.run_info.id)
+            else:
+                _parquet_in_child(str(self._store), self.run_info.id)
+        except Exception as exc:
+            warn_once(
+                f"{self._run_id}:parquet",
+                f"run {self._run_id}: its Parquet copy was not written ({exc!r}); the records are complete, "
+                "and `tunetrack parquet` writes it",
+            )
+
+
+#: what the child process runs (``Writer._write_parquet``): the same function, in a process of its own
+_CHILD = "import sys; from tunetrack.manage.parquet import after_finish_at; after_finish_at(*sys.argv[1:])"
+
+
+def _parquet_in_child(dir: str, run_id: str) -> None:
+    """``manage.parquet.after_finish`` in a child Python, waited for; skipped where pyarrow is not
+    installed (looked up without importing it)."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("pyarrow") is None:
+        return
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, dir, run_id], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
 
 
 def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None]:

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 import tunetrack
-from helpers import wait_until
+from helpers import run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run, present
@@ -170,3 +170,24 @@ def test_without_pyarrow_nothing_is_written_and_nothing_said(tmp_path, monkeypat
         "system.parquet",
     ]
     assert duckdb.sql(f"SELECT key, value FROM '{tmp_path}/*/metrics.parquet'").fetchall() == [("loss", 1.0)]
+
+
+def test_a_process_without_pyarrow_loaded_leaves_the_copy_to_a_child_it_does_not_wait_for(root):
+    done = run_script(
+        f"""
+        import sys
+        from tunetrack import Tracker
+        with Tracker(dir={str(root)!r}, system=False, config={{"lr": 0.1}}) as t:
+            for step in range(1, 51):
+                t.log({{"loss": 1.0 / step}}, step=step)
+        print(t.id, "pyarrow" in sys.modules, "numpy" in sys.modules)
+        """,
+        env={"TUNETRACK_PARQUET": "1"},
+    )
+    run_id, pyarrow, numpy = done.stdout.split()
+    assert (pyarrow, numpy) == ("False", "False")  # finishing loaded neither into the training process
+    copy = root / run_id / "metrics.parquet"
+    wait_until(copy.exists)
+    frame = pl.read_parquet(copy)
+    assert frame["step"].to_list() == list(range(1, 51))
+    assert frame["value"].to_list() == pytest.approx([1.0 / s for s in range(1, 51)])

@@ -545,9 +545,11 @@ class Writer(threading.Thread):
         """The run's Parquet copy (``manage.parquet.after_finish``), once its end is recorded, still on
         this thread (``finish()`` waits for it; training does not). In a process that already loaded
         pyarrow (a Hugging Face ``datasets`` one) it is written here; in one that did not, a child
-        process writes it, so that finishing a run never loads pyarrow or NumPy into the caller's
-        process. Where pyarrow is not installed, nothing happens. Any failure is one warning: the
-        records are the source of truth, and ``tunetrack parquet`` writes the copy later."""
+        process that ``finish()`` does not wait for writes it (starting Python and pyarrow there costs
+        a second; finishing a run never loads pyarrow or NumPy into the caller's process). Where
+        pyarrow is not installed, nothing happens. A failure here is one warning; the child's are
+        silent: the records are the source of truth, ``tunetrack query`` reads them where the copy is
+        missing or stale, and ``tunetrack parquet`` writes it later."""
         if self._store is None or self.run_info is None or not settings.parquet_enabled():
             return
         try:
@@ -570,19 +572,21 @@ _CHILD = "import sys; from tunetrack.manage.parquet import after_finish_at; afte
 
 
 def _parquet_in_child(dir: str, run_id: str) -> None:
-    """``manage.parquet.after_finish`` in a child Python, waited for; skipped where pyarrow is not
-    installed (looked up without importing it)."""
+    """``manage.parquet.after_finish`` in a child Python, not waited for (in a session of its own: a
+    Ctrl-C of the terminal does not stop it half-way); skipped where pyarrow is not installed (looked
+    up without importing it)."""
     import importlib.util
     import subprocess
 
     if importlib.util.find_spec("pyarrow") is None:
         return
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, dir, run_id], capture_output=True, text=True, stdin=subprocess.DEVNULL
+    subprocess.Popen(
+        [sys.executable, "-c", _CHILD, dir, run_id],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
 
 
 def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None]:

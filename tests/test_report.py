@@ -7,6 +7,7 @@ offline, is tests/ui/test_report_browser.py's part (a real browser).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -212,3 +213,86 @@ def test_needs_no_dashboard_dependencies(root, tmp_path):
         str(out),
     )
     assert embedded(out.read_text())["runs"][0]["id"] == a
+
+
+def _grpo(root, steps=3, rows=200):
+    """A GRPO-like run: chat prompts, 5 kB completions, a reward (NaN once), TRL's own step column."""
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    for step in range(1, steps + 1):
+        t.log({"loss": 1.0 / step}, step=step)
+        t.log_table(
+            "completions",
+            [
+                {
+                    "step": step,
+                    "prompt": [{"role": "user", "content": f"question {i % 8}"}],
+                    "completion": f"answer {i} at {step} " + "x" * 5000,
+                    "reward": float("nan") if i == 1 else i / 10,
+                }
+                for i in range(rows)
+            ],
+            step=step,
+        )
+    t.log_table("eval", [{"text": XSS}], step=1)
+    t.finish()
+    return t.id
+
+
+def test_a_table_of_samples_at_the_last_step_stays_small(root, tmp_path):
+    from tunetrack.reader.as_text import SAMPLE_CHARS, SAMPLE_ROWS
+
+    run_id = _grpo(root)
+    out = tmp_path / "r.html"
+    assert report(run_id, "--dir", root, "-o", out).exit_code == 0
+    (table,) = embedded(out.read_text())["samples"]
+    assert (table["run"], table["key"], table["step"], table["steps"], table["total"]) == (
+        run_id,
+        "completions",
+        3,
+        3,
+        200,
+    )
+    # TRL's step column says the step again: left out
+    assert table["columns"] == [["prompt", "chat"], ["completion", "text"], ["reward", "number"]]
+    assert len(table["rows"]) == SAMPLE_ROWS and [r["index"] for r in table["rows"]] == list(
+        range(SAMPLE_ROWS)
+    )
+    prompt, completion, reward = table["rows"][5]["cells"]
+    assert prompt == "user: question 5" and reward == "0.5"
+    cut = len("answer 5 at 3 ") + 5000 - SAMPLE_CHARS
+    assert completion == ("answer 5 at 3 " + "x" * 5000)[:SAMPLE_CHARS] + f"… [{cut:,} more characters]"
+    assert table["rows"][1]["cells"][2] == "nan"
+    # 3 MB of completions: the report holds about 16 kB of them
+    assert out.stat().st_size < embedded_size_without_samples(out) + 25_000
+
+
+def embedded_size_without_samples(out) -> int:
+    html = out.read_text()
+    data = embedded(html)
+    return len(html.encode()) - len(json.dumps(data["samples"], ensure_ascii=False).encode())
+
+
+def test_the_key_and_step_of_the_samples_are_chosen(root, tmp_path):
+    run_id = _grpo(root, rows=4)
+    a, _ = seed_two_runs(root)  # no samples: a note says so
+    out = tmp_path / "r.html"
+    args = ["--samples-key", "completions", "--samples-step", 2]
+    assert report(run_id, a, "--dir", root, "-o", out, *args).exit_code == 0
+    chosen, missing = embedded(out.read_text())["samples"]
+    assert (chosen["key"], chosen["step"], chosen["total"]) == ("completions", 2, 4)
+    assert missing == {"run": a, "label": f"alpha ({a})", "note": "no samples under 'completions' at step 2"}
+    assert report(run_id, "--dir", root, "-o", out, "--samples-key", "eval").exit_code == 0
+    (other,) = embedded(out.read_text())["samples"]
+    assert (other["step"], other["rows"]) == (1, [{"index": 0, "cells": [XSS]}])
+    result = CliRunner().invoke(
+        cli, ["report", run_id, "--dir", str(root), "-o", str(out), "--samples-step", "7"]
+    )
+    assert result.exit_code == 1 and result.output == "Error: no run has samples at step 7\n"
+    assert not out.exists()  # no file left behind
+    assert embedded(report_html(root, a))["samples"] == []  # none asked for, none logged: no section
+
+
+def report_html(root, run_id) -> str:
+    from tunetrack.ui.report import render
+
+    return render([open_run(run_id, dir=root)])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from helpers import SRC, free_port, run_script, wait_until
 from tunetrack.reader import list_runs
+from tunetrack.reader.as_text import number
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "notebook" / "live_panel.ipynb"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "notebook"
@@ -50,6 +51,19 @@ def test_the_example_notebook_runs_with_a_live_panel(root, monkeypatch):
     assert steps == list(range(1, 61)) and values == run.series("loss").values.tolist()
     steps, values = final["series"][run.id]["eval/loss"]
     assert [s for s, v in zip(steps, values) if v is not None] == [10, 20, 30, 40, 50, 60]  # None: gaps
+    # the latest samples, worded as the report words them (samples_text), under the charts
+    (table,) = final["samples"]
+    logged = run.samples("predictions", step=60)
+    assert (table["run"], table["key"], table["step"], table["steps"], table["total"]) == (
+        run.id,
+        "predictions",
+        60,
+        6,
+        4,
+    )
+    assert [c for c, _ in table["columns"]] == ["input", "target", "prediction", "error"]
+    assert [r["cells"][0] for r in table["rows"]] == [s["row"]["input"] for s in logged]
+    assert [r["cells"][2] for r in table["rows"]] == [number(s["row"]["prediction"]) for s in logged]
 
 
 def test_show_finds_runs_and_projects_and_says_what_is_missing(root):
@@ -146,6 +160,7 @@ def test_jupyterlab_draws_the_panel_and_it_grows(tmp_path, root):
             growth = sorted(set(seen))
             assert len(growth) >= 3, f"the panel did not grow while the cell trained: {growth}"
             assert panel.locator("canvas").count() >= 2  # a chart per metric: loss and eval/loss
+            assert panel.locator(".tt-sample tbody tr").count() == 4  # the last step's predictions
             assert "linear" in panel.inner_text()
             browser.close()
     finally:

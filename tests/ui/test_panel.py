@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, XSS
 from helpers import wait_until
 from tunetrack.ui.notebook import _front_end
 
@@ -21,7 +21,6 @@ widget.render({{ model: {{ get: key => state[key], on: () => {{}} }}, el: docume
 def test_the_panel_aligns_runs_as_the_dashboard_does(page):
     """Two runs logged at different steps: each line spans the steps the other has (as on the compare
     page), and a NaN stays a gap."""
-    esm, css = _front_end()
     state = {
         "runs": [
             {"id": "a", "name": "evens", "project": None, "state": "finished", "step": 6},
@@ -32,21 +31,7 @@ def test_the_panel_aligns_runs_as_the_dashboard_does(page):
             "b": {"loss": [[1, 3, 5], [2.0, 1.5, 1.0]]},
         },
     }
-    files = {
-        "/": ("text/html", PAGE.format(css=css)),
-        "/panel.js": ("text/javascript", esm),
-        "/state.json": ("application/json", json.dumps(state)),
-    }
-    errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.route(
-        "http://panel.test/**",
-        lambda route: route.fulfill(
-            content_type=files[route.request.url.removeprefix("http://panel.test")][0],
-            body=files[route.request.url.removeprefix("http://panel.test")][1],
-        ),
-    )
-    page.goto("http://panel.test/")
+    errors = _serve(page, state)
     wait_until(lambda: page.get_attribute("#root", "data-charts") == "1" or errors, timeout=20)
     assert errors == []
     assert page.get_attribute("#root", "data-points") == "6"
@@ -61,3 +46,61 @@ def test_the_panel_aligns_runs_as_the_dashboard_does(page):
     ]
     assert page.query_selector_all(".tt-chart canvas")
     page.screenshot(path=str(ARTIFACTS / "panel.png"))
+
+
+def test_the_panel_shows_the_latest_samples(page, root):
+    """The kernel's ``samples`` (``samples_text`` of a real run, as ui/notebook.py sends it) drawn under
+    the charts: the last step's first rows, long text cut, user text as text."""
+    from tunetrack import Tracker
+    from tunetrack.reader import open_run
+    from tunetrack.reader.as_text import samples_text
+    from tunetrack.ui.notebook import SAMPLE_CHARS, SAMPLE_ROWS
+
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    for step in (1, 2):
+        t.log({"loss": 1.0 / step}, step=step)
+        rows = [{"prompt": XSS, "completion": f"{i} " + "z" * 900, "reward": i / 2} for i in range(12)]
+        t.log_table("completions", rows, step=step)
+    t.finish()
+    run = open_run(t.id, dir=root)
+    state = {
+        "runs": [{"id": run.id, "name": run.name, "project": None, "state": "finished", "step": 2}],
+        "series": {},
+        "samples": [
+            {"run": run.id, "name": run.name, **samples_text(run, rows=SAMPLE_ROWS, chars=SAMPLE_CHARS)}
+        ],
+    }
+    errors = _serve(page, state)
+    wait_until(lambda: page.get_attribute("#root", "data-samples") == str(SAMPLE_ROWS) or errors, timeout=20)
+    assert errors == []
+    assert (
+        page.inner_text(".tt-sample-title")
+        == f"completions at step 2 ({SAMPLE_ROWS} of 12 rows; samples at 2 steps)"
+    )
+    assert page.locator(".tt-sample thead th").all_inner_texts() == ["prompt", "completion", "reward"]
+    cells = page.locator(".tt-sample tbody tr").nth(3).locator("td").all_inner_texts()
+    assert cells[0] == XSS and cells[2] == "1.5"
+    assert cells[1] == "3 " + "z" * (SAMPLE_CHARS - 2) + f"… [{902 - SAMPLE_CHARS} more characters]"
+    assert page.query_selector("img") is None
+    page.screenshot(path=str(ARTIFACTS / "panel-samples.png"))
+
+
+def _serve(page, state) -> list[str]:
+    """The panel's page, module and ``state`` served to ``page``; the page's script errors."""
+    esm, css = _front_end()
+    files = {
+        "/": ("text/html", PAGE.format(css=css)),
+        "/panel.js": ("text/javascript", esm),
+        "/state.json": ("application/json", json.dumps(state)),
+    }
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route(
+        "http://panel.test/**",
+        lambda route: route.fulfill(
+            content_type=files[route.request.url.removeprefix("http://panel.test")][0],
+            body=files[route.request.url.removeprefix("http://panel.test")][1],
+        ),
+    )
+    page.goto("http://panel.test/")
+    return errors

@@ -181,3 +181,41 @@ def test_the_report_shows_notes_and_what_was_not_kept(root, tmp_path, browser):
         assert page.query_selector("img") is None
     finally:
         page.close()
+
+
+def test_the_report_shows_a_table_of_samples(root, tmp_path, browser):
+    """A step's samples in the file, offline: the first rows, a conversation as its lines, a long
+    completion cut with its marker, user text as text."""
+    from tunetrack import Tracker
+
+    t = Tracker(dir=root, name="grpo", system=False).start()
+    for step in (1, 2):
+        t.log_table(
+            "completions",
+            [
+                {
+                    "prompt": [{"role": "user", "content": XSS}],
+                    "completion": f"{i}: " + "y" * 3000,
+                    "reward": i / 4,
+                }
+                for i in range(40)
+            ],
+            step=step,
+        )
+    t.finish()
+    out = tmp_path / "r.html"
+    out.write_text(report.render([open_run(t.id, dir=root)]))
+    page = browser.new_page()
+    try:
+        page.goto(out.as_uri())
+        page.wait_for_selector("#samples-section table.samples tbody tr")
+        assert page.inner_text("#samples h3") == "completions at step 2"
+        assert page.locator("#samples tbody tr").count() == 16
+        assert "the first 16 of 40 rows" in page.inner_text("#samples")
+        cells = page.locator("#samples tbody tr").nth(3).locator("td").all_inner_texts()
+        assert cells[0] == "4" and cells[1] == f"user: {XSS}" and cells[3] == "0.75"
+        assert cells[2].endswith("… [2,003 more characters]")
+        assert page.query_selector("img") is None
+        page.locator("#samples-section").screenshot(path=str(ARTIFACTS / "report-samples.png"))
+    finally:
+        page.close()

@@ -323,10 +323,17 @@ def samples_command(
 @runs_argument()
 @dir_option()
 @output_option("The HTML file to write (default: ./tunetrack-report-<run ids>.html).")
+@click.option(
+    "--samples-key", default=None, metavar="KEY", help="The table of samples shown (default: the first)."
+)
+@click.option("--samples-step", type=int, default=None, metavar="N", help="Its step (default: the last).")
 @friendly
-def report_command(runs: list[str], dir: str | None, output: str | None) -> None:
+def report_command(
+    runs: list[str], dir: str | None, output: str | None, samples_key: str | None, samples_step: int | None
+) -> None:
     """Write one HTML file that shows RUNS: overview, summary, a chart of every metric (the runs
-    overlaid), config and its differences, events.
+    overlaid), config and its differences, events, and each run's samples at one step (its first
+    rows, long texts cut with a marker).
 
     The file holds everything it needs (data, scripts, styles): it opens offline in any browser and
     can be mailed or attached to an issue. Long series are thinned with every spike kept, so a run of
@@ -345,7 +352,7 @@ def report_command(runs: list[str], dir: str | None, output: str | None) -> None
     with out:
         try:
             with tables.progress("report", report.chart_count(opened)) as advance:
-                html = report.render(opened, on_chart=advance)
+                html = report.render(opened, advance, samples_key, samples_step)
         except BaseException:
             out.close()
             os.unlink(path)  # no empty file left behind

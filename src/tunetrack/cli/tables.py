@@ -26,6 +26,7 @@ from ..reader.as_text import (
     last_lines,
     notes,
     number,
+    sample_columns,
     short,
     state,
     summary_rows,
@@ -224,11 +225,10 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
     columns); text cut to ``CELL_WIDTH`` characters, conversations as ``role: content`` lines."""
     from ..reader.samples import cell_text
 
-    columns: dict[str, None] = {}
+    named: dict[str, str] = {}
     for sample in samples:
-        columns.update(dict.fromkeys(sample["row"]))
-    if all(s["row"].get("step") == s["step"] for s in samples):  # TRL's own step column says it again
-        columns.pop("step", None)
+        named.update(dict.fromkeys(sample["row"], ""))
+    columns = sample_columns(samples, named)  # TRL's own step column says the step again: left out
     table = Table(show_edge=False, header_style="bold", show_lines=True)
     table.add_column("step", justify="right", no_wrap=True)
     if several_keys:

@@ -17,6 +17,7 @@ from .. import config, states
 from .as_json import provenance
 from .console import Line
 from .run import Run
+from .samples import IMAGE, cell_text, merge_columns, select, steps_of
 
 #: what a fact without a value reads
 NONE = "—"
@@ -24,6 +25,10 @@ NONE = "—"
 LAST_LINES = 20
 #: states whose run shows its last console lines: the reason is usually there
 ENDED_BADLY = (states.FAILED, states.KILLED, states.CRASHED)
+#: a table of samples in a report or the notebook panel: at most this many rows, this many characters
+#: a cell (a step of GRPO, 64 completions of 1.5 kB and their prompts, is cut to about 30 kB)
+SAMPLE_ROWS = 16
+SAMPLE_CHARS = 1000
 #: ``Run.counters()`` names, worded (zero counts are left out)
 NOT_KEPT = {
     "dropped_rows": "rows dropped (the writer could not keep up)",
@@ -199,4 +204,70 @@ def run_text(run: Run) -> dict[str, Any]:
         "facts": [list(row) for row in overview(run)],
         "summary": summary_rows(run.summary()),
         "events": event_rows(run.events()),
+    }
+
+
+# -- samples -----------------------------------------------------------------------------------------
+def clip(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters, with a marker saying how much was left out (a text of
+    many lines keeps its lines: ``short`` makes one line for a terminal's table instead)."""
+    if len(text) <= chars:
+        return text
+    return f"{text[:chars]}… [{len(text) - chars:,} more characters]"
+
+
+def sample_cell(value: Any, kind: str, chars: int = SAMPLE_CHARS) -> str:
+    """One cell of a table of samples as text: a number as ``number`` words it, a conversation as
+    ``role: content`` lines, an image as its file's name in the run; text cut by ``clip``."""
+    if kind == IMAGE and isinstance(value, str):
+        return f"(image {value})"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return number(value)
+    return clip(cell_text(value), chars)
+
+
+def sample_columns(samples: Sequence[dict[str, Any]], columns: dict[str, str]) -> dict[str, str]:
+    """The columns worth showing: all of them but a ``step`` column that only says the step again
+    (TRL's tables have one)."""
+    if samples and all(s["row"].get("step") == s["step"] for s in samples):
+        return {c: kind for c, kind in columns.items() if c != "step"}
+    return columns
+
+
+def samples_text(
+    run: Run,
+    key: str | None = None,
+    step: int | None = None,
+    rows: int = SAMPLE_ROWS,
+    chars: int = SAMPLE_CHARS,
+) -> dict[str, Any] | None:
+    """One step's table of samples, bounded for a page that holds it whole (a report, the notebook
+    panel): ``key`` (default the first the run logged), ``step`` (default its last), ``steps`` (how many
+    have samples), ``total`` rows, ``columns`` ([name, type]), and the first ``rows`` rows as
+    ``{"index", "cells"}`` (texts, ``sample_cell``). None when the run has no such table."""
+    index = run.sample_index()
+    key = key if key is not None else next(iter(index), None)
+    if key is None or key not in index:
+        return None
+    steps = steps_of(index, key)
+    step = steps[-1] if step is None else step
+    if step not in index[key]:
+        return None
+    tables = run.sample_tables(key, step)
+    every = [s for t in tables for s in t.samples()]
+    shown = select(every, limit=rows)  # the reader's one selection, as the CLI and dashboard make it
+    columns = sample_columns(every, merge_columns(tables))
+    return {
+        "key": key,
+        "step": step,
+        "steps": len(steps),
+        "total": len(every),
+        "columns": [[c, kind] for c, kind in columns.items()],
+        "rows": [
+            {
+                "index": s["index"],
+                "cells": [sample_cell(s["row"].get(c), k, chars) for c, k in columns.items()],
+            }
+            for s in shown
+        ],
     }

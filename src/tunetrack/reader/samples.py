@@ -10,11 +10,13 @@ the same way.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any
 
 from ..store import codec
@@ -37,6 +39,11 @@ _TYPES = {
 }
 #: the columns that hold a row's prompt, in the order they are looked for
 PROMPT_COLUMNS = ("prompt", "query", "question", "input", "instruction")
+#: the columns that hold a row's completion (what two runs' samples are compared by), in order
+COMPLETION_COLUMNS = ("completion", "response", "output", "generation", "answer", "text")
+#: words of a text beyond which ``word_diff`` lets difflib skip very common words (its autojunk):
+#: below it, every word is matched, so "the" and "a" line up too
+EXACT_DIFF_WORDS = 5_000
 #: fields of a sample besides its row, which ``sort`` also accepts
 META = ("key", "step", "time", "index")
 
@@ -148,6 +155,69 @@ def prompt_text(row: dict[str, Any]) -> str | None:
     """A row's prompt as text, or None when the row has no prompt column."""
     column = prompt_column(row)
     return None if column is None else cell_text(row[column])
+
+
+def completion_column(columns: dict[str, str]) -> str | None:
+    """The column holding the rows' completion: a column named like one, else the first text or chat
+    column that is not the prompt."""
+    named = next((c for c in COMPLETION_COLUMNS if c in columns), None)
+    if named is not None:
+        return named
+    prompt = prompt_column(columns)
+    return next((c for c, kind in columns.items() if kind in (TEXT, CHAT) and c != prompt), None)
+
+
+# -- two texts compared --------------------------------------------------------------------------------
+Segments = list[tuple[str, bool]]
+
+
+def word_diff(a: str, b: str) -> tuple[Segments, Segments]:
+    """Two texts word by word (difflib, over the words; the spaces stay with the word before them):
+    each as ``(text, changed)`` segments that join back to it, ``changed`` marking the words the other
+    text has not (deleted from ``a``, inserted in ``b``)."""
+    words_a, words_b = _words(a), _words(b)
+    matcher = difflib.SequenceMatcher(
+        None,
+        [w.rstrip() for w in words_a],
+        [w.rstrip() for w in words_b],
+        autojunk=max(len(words_a), len(words_b)) > EXACT_DIFF_WORDS,
+    )
+    out_a: Segments = []
+    out_b: Segments = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        _add(out_a, "".join(words_a[i1:i2]), tag != "equal")
+        _add(out_b, "".join(words_b[j1:j2]), tag != "equal")
+    return out_a, out_b
+
+
+def _words(text: str) -> list[str]:
+    """Leading spaces, then each word with the spaces after it."""
+    return re.findall(r"^\s+|\S+\s*", text)
+
+
+def _add(segments: Segments, text: str, changed: bool) -> None:
+    if not text:
+        return
+    if segments and segments[-1][1] == changed:
+        segments[-1] = (segments[-1][0] + text, changed)
+    else:
+        segments.append((text, changed))
+
+
+def pairs(
+    a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]], column: str | None
+) -> list[dict[str, Any]]:
+    """Two runs' samples of one prompt at one step, paired in order (the i-th generation of each), the
+    ``column`` of each pair compared by ``word_diff``: ``{"a", "b", "diff": {"a", "b"}}`` (a run with
+    fewer rows: None in its place, and no diff)."""
+    out = []
+    for x, y in zip_longest(a, b):
+        pair: dict[str, Any] = {"a": x, "b": y, "diff": None}
+        if x is not None and y is not None and column is not None:
+            left, right = word_diff(cell_text(x["row"].get(column)), cell_text(y["row"].get(column)))
+            pair["diff"] = {"a": left, "b": right}
+        out.append(pair)
+    return out
 
 
 # -- selecting ---------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ one ES module (uPlot, the dashboard's charting library, and ``static/panel.js`` 
 chart module, ``static/common.js``, inlined) that the notebook loads from the kernel, so no server is
 started and nothing is fetched from the network. While a run is running, a daemon thread re-reads it
 every ``interval`` seconds (only what was appended) and sends the new chart data over the widget's
-comm; a finished run or a project is read once. Nothing is printed per step.
+comm; a finished run or a project is read once. Nothing is printed per step. Below the charts, each
+run's latest samples (``Tracker.log_table``): its first table's last step, a few rows, long texts cut
+(``reader.as_text.samples_text``, the report's wording).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 from .. import metric_keys, states
 from ..errors import RunNotFound
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
+from ..reader.as_text import samples_text
 from . import assets
 from .assets import STATIC
 
@@ -29,6 +32,9 @@ from .assets import STATIC
 WIDTH = 600
 #: charts shown when no keys are given: loss-like keys first, then the others in logging order
 MAX_CHARTS = 12
+#: the latest samples a panel shows: rows, and characters a cell
+SAMPLE_ROWS = 8
+SAMPLE_CHARS = 400
 
 
 def _front_end() -> tuple[str, str]:
@@ -56,18 +62,21 @@ def _panel_class() -> type:
     esm, css = _front_end()
 
     class Panel(_widget_base()):  # type: ignore[misc]
-        """A live panel of runs: ``runs`` (id, name, project, state, step) and ``series`` (per run, per
-        key: steps and values, None for NaN), synced to the front end."""
+        """A live panel of runs: ``runs`` (id, name, project, state, step), ``series`` (per run, per
+        key: steps and values, None for NaN) and ``samples`` (per run with any, its latest table of
+        samples as ``samples_text`` words it), synced to the front end."""
 
         _esm = esm
         _css = css
         runs: Any = traitlets.List().tag(sync=True)
         series: Any = traitlets.Dict().tag(sync=True)
+        samples: Any = traitlets.List().tag(sync=True)
 
         def __init__(self, runs: list[Run], keys: list[str] | None, interval: float) -> None:
             super().__init__()
             self._runs, self._keys, self._interval = runs, keys, interval
             self._stop = threading.Event()
+            self._samples: dict[str, tuple[Any, dict[str, Any] | None]] = {}  # run id: (index, table)
             self.refresh()
             if any(r.state == states.RUNNING for r in runs):
                 thread = threading.Thread(target=_follow, args=(weakref.ref(self),), daemon=True)
@@ -92,6 +101,20 @@ def _panel_class() -> type:
                 }
                 for r in self._runs
             ]
+            latest = [(r, self._latest_samples(r)) for r in self._runs]
+            shown = [{"run": r.id, "name": r.name, **table} for r, table in latest if table is not None]
+            if shown != self.samples:
+                self.samples = shown
+
+        def _latest_samples(self, run: Run) -> dict[str, Any] | None:
+            """The run's first table of samples at its last step; read again only when the run logged
+            another table (a long GRPO run's panel decodes one step per new table, not every step)."""
+            index = run.sample_index()
+            known = self._samples.get(run.id)
+            if known is None or known[0] != index:
+                known = (index, samples_text(run, rows=SAMPLE_ROWS, chars=SAMPLE_CHARS))
+                self._samples[run.id] = known
+            return known[1]
 
         def stop(self) -> None:
             """Stop following the runs (a notebook's panel stops by itself when they end)."""

@@ -1,5 +1,5 @@
 """A shareable report: one HTML file that holds one or more runs (overview, summary, charts, config
-and its differences, events) and needs nothing else to open, neither a server nor the network.
+and its differences, events, a table of samples) and needs nothing else to open, neither a server nor the network.
 
 It is made here, beside the dashboard whose page code it reuses (``common.js`` draws its charts with
 the uPlot build the dashboard serves), and without FastAPI: ``tunetrack report`` works where the
@@ -34,7 +34,7 @@ from ..reader import (
     run_json,
     run_text,
 )
-from ..reader.as_text import config_text, event_rows
+from ..reader.as_text import SAMPLE_CHARS, SAMPLE_ROWS, config_text, event_rows, samples_text
 from . import assets
 from .assets import STATIC
 
@@ -53,10 +53,16 @@ def chart_count(runs: Sequence[Run]) -> int:
     return len(_training_keys(runs)) + len(_system_keys(runs))
 
 
-def render(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) -> str:
+def render(
+    runs: Sequence[Run],
+    on_chart: Callable[[], object] | None = None,
+    samples_key: str | None = None,
+    samples_step: int | None = None,
+) -> str:
     """The report of ``runs`` as one HTML document; ``on_chart()`` is called after each chart's data
-    is read and downsampled (the slow part)."""
-    data = report_data(runs, on_chart)
+    is read and downsampled (the slow part). Each run's table of samples is ``samples_key``'s (default:
+    the first it logged) at ``samples_step`` (default: its last)."""
+    data = report_data(runs, on_chart, samples_key, samples_step)
     built = assets.uplot_built("report", "the report shows no charts")
     # uPlot (a classic script: its global is there when the page's module runs), then the page's
     # module with the shared one inlined (a file cannot import another)
@@ -92,9 +98,16 @@ def filename(runs: Sequence[Run]) -> str:
     return f"tunetrack-report-{named}.html"
 
 
-def report_data(runs: Sequence[Run], on_chart: Callable[[], object] | None = None) -> dict[str, Any]:
+def report_data(
+    runs: Sequence[Run],
+    on_chart: Callable[[], object] | None = None,
+    samples_key: str | None = None,
+    samples_step: int | None = None,
+) -> dict[str, Any]:
     """What the page shows, as JSON-safe values (no NaN or infinity: a value the charts cannot draw
-    is null, one the tables print is its text, ``"nan"``, ``"inf"``)."""
+    is null, one the tables print is its text, ``"nan"``, ``"inf"``). Raises ValueError when a key or
+    step of samples was asked for and no run has it."""
+    samples = _samples(runs, samples_key, samples_step)
     charts = []
     for key in _training_keys(runs):
         lines = [_line(f"{r.name} ({r.id})", r.id, present(r.series(key)), "step", 0.0) for r in runs]
@@ -121,7 +134,33 @@ def report_data(runs: Sequence[Run], on_chart: Callable[[], object] | None = Non
             {"key": key, "values": values} for key, values in (differing(flats) if len(runs) > 1 else [])
         ],
         "events": _events(runs),
+        "samples": samples,
+        "sample_limits": {"rows": SAMPLE_ROWS, "chars": SAMPLE_CHARS},
     }
+
+
+def _samples(runs: Sequence[Run], key: str | None, step: int | None) -> list[dict[str, Any]]:
+    """Each run's table of samples (``samples_text``: a step's first rows, long cells cut with a
+    marker, so a report of a long GRPO run stays small); a run without one is left out, or, when a
+    key or step was asked for, says so."""
+    out = []
+    for r in runs:
+        table = samples_text(r, key, step)
+        if table is not None:
+            out.append({"run": r.id, "label": f"{r.name} ({r.id})", **table})
+        elif key is not None or step is not None:
+            wanted = " ".join(
+                x
+                for x in (
+                    f"under {key!r}" if key is not None else "",
+                    f"at step {step}" if step is not None else "",
+                )
+                if x
+            )
+            out.append({"run": r.id, "label": f"{r.name} ({r.id})", "note": f"no samples {wanted}"})
+    if out and all("note" in t for t in out):
+        raise ValueError(f"no run has samples {out[0]['note'].removeprefix('no samples ')}")
+    return out
 
 
 def _overview(run: Run) -> dict[str, Any]:

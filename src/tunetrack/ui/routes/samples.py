@@ -1,21 +1,34 @@
 """A run's tables of samples as the Samples view shows them: one step's rows, filtered and sorted by
 the reader's one selection (``reader.samples.select``, as ``tunetrack samples`` does), one prompt
-across training, and the mean of a numeric column at each step."""
+across training, and the mean of a numeric column at each step; and two runs side by side, one
+prompt at one step, their completions compared word by word (``reader.samples.word_diff``)."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Query
 
-from ...reader.samples import NUMBER, merge_columns, prompt_column, prompt_text, select, steps_of
+from ...reader.samples import (
+    NUMBER,
+    completion_column,
+    merge_columns,
+    pairs,
+    prompt_column,
+    prompt_text,
+    select,
+    steps_of,
+)
 from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
 #: rows one answer holds at most (a step of 1,000 rows of 4 kB is 4 MB)
 MOST = 5_000
+#: pairs, and prompts to choose from, that a comparison of two runs holds at most
+MOST_PAIRS = 64
+MOST_PROMPTS = 500
 
 
 @router.get("/api/runs/{run_id}/samples", summary="Rows of a run's tables of samples, at a step or all")
@@ -88,6 +101,78 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
         values += [row[column] for row in table.rows() if _finite(row.get(column))]
     steps = sorted(s for s, v in by_step.items() if v)
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
+
+
+@router.get(
+    "/api/samples/compare",
+    summary="Two runs' samples of one prompt at one step, side by side, their completions compared word by word",
+)
+def compare(
+    id: Annotated[list[str], Query()],
+    catalog: CatalogDep,
+    key: str | None = None,
+    step: int | None = None,
+    prompt: str | None = None,
+    like_index: int | None = None,
+) -> dict[str, Any]:
+    """``keys`` both runs logged (``key``: the first unless given), the ``steps`` both have samples at
+    (``step``: the last unless given), the ``prompts`` of the first run at that step that the second
+    has too, the ``prompt`` shown (the prompt of the first run's row ``like_index``, else the one given
+    if both runs have it at the step, else the first), and ``pairs``: the i-th row of each run with that prompt, side by side, the
+    ``completion_column`` compared (``diff``: each text as ``[text, changed]`` segments). A table
+    without prompts pairs its rows in order."""
+    if len(id) != 2:
+        raise HTTPException(422, "compare the samples of two runs: give id twice")
+    runs = [open_or_404(catalog, i) for i in id]
+    a, b = (r.sample_index() for r in runs)
+    keys = [k for k in a if k in b]
+    out: dict[str, Any] = {
+        "runs": [{"id": r.id, "name": r.name} for r in runs],
+        "keys": keys,
+        "key": key,
+        "steps": [],
+        "step": step,
+        "prompts": [],
+        "prompt": prompt,
+        "pairs": [],
+    }
+    if key is None:
+        if not keys:
+            return out
+        key = out["key"] = keys[0]
+    elif key not in keys:
+        raise HTTPException(404, f"the two runs do not both have samples under {key!r}")
+    steps = out["steps"] = sorted(set(a[key]) & set(b[key]))
+    if not steps:
+        return out
+    if step is None:
+        step = out["step"] = steps[-1]
+    elif step not in steps:
+        raise HTTPException(404, f"the two runs do not both have samples of {key!r} at step {step}")
+    tables = [r.sample_tables(key, step) for r in runs]
+    rows = [[s for t in ts for s in t.samples()] for ts in tables]
+    columns = merge_columns(tables[0] + tables[1])
+    in_b = {prompt_text(s["row"]) for s in rows[1]}
+    shared = [t for t in dict.fromkeys(prompt_text(s["row"]) for s in rows[0]) if t is not None and t in in_b]
+    if like_index is not None:
+        prompt = _prompt_of(rows[0], like_index)
+    elif (prompt is None or prompt not in shared) and shared:
+        prompt = shared[0]  # none asked for, or one the runs do not both have at this step
+    chosen = [select(side, same_prompt=prompt) if prompt is not None else side for side in rows]
+    column = completion_column(columns)
+    out.update(
+        prompts=shared[:MOST_PROMPTS],
+        prompt=prompt,
+        prompt_column=prompt_column(columns),
+        columns=columns,
+        completion_column=column,
+        total=[len(side) for side in chosen],
+        pairs=[
+            {**p, "a": p["a"] and _json_safe(p["a"]), "b": p["b"] and _json_safe(p["b"])}
+            for p in pairs(chosen[0][:MOST_PAIRS], chosen[1][:MOST_PAIRS], column)
+        ],
+    )
+    return out
 
 
 def _prompt_of(samples: list[dict[str, Any]], index: int) -> str:

@@ -1,4 +1,5 @@
 import { align, api, bucketWidth, chartsReady, el, fetchSeries, lineChart, markDrawn, row, setLines } from "./common.js";
+import { showSideBySide } from "./samples.js";
 
 const chartsLoading = chartsReady();  // asked before the page has loaded (see chartsReady)
 chartsLoading.catch(() => {});  // reported where the charts would be
@@ -49,3 +50,8 @@ async function load() {
   }));
 }
 load();
+if (ids.length === 2) {  // two runs: their samples side by side (a step, a prompt), if both logged some
+  const params = new URLSearchParams(location.search);
+  const number = name => (params.get(name) === null ? null : Number(params.get(name)));
+  showSideBySide(ids, { key: params.get("key"), step: number("step"), row: number("row") });
+}

@@ -4,13 +4,16 @@ import { NO_CHARTS, align, chartsLoaded, dropChart, el, lineChart, setLines } fr
 // (uPlot, then this with common.js inlined: the dashboard's charts, palette, point rule and alignment).
 // User data is inserted with textContent only. The model holds `runs` ([{id, name, project, state,
 // step}]) and `series` ({run id: {key: [steps, values]}}, values null for NaN and ±Inf; a step logged
-// as None is not sent, so the line joins its neighbours).
+// as None is not sent, so the line joins its neighbours) and `samples` ([{run, name, key, step, steps,
+// total, columns: [[name, type]], rows: [{index, cells}]}]: each run's latest samples, already worded
+// and cut by the kernel, reader/as_text.py's samples_text).
 
 function render({ model, el: root }) {
   root.classList.add("tunetrack-panel");
   const head = el("div", null, "tt-head");
   const grid = el("div", null, "tt-grid");
-  root.append(head, grid);
+  const samples = el("div", null, "tt-samples");
+  root.append(head, grid, samples);
   const charts = new Map();  // key -> {box, ids: the run ids of its lines}
 
   function draw() {
@@ -49,9 +52,33 @@ function render({ model, el: root }) {
     root.dataset.charts = String(charts.size);
   }
 
+  function drawSamples() {
+    const tables = model.get("samples") || [];
+    const several = (model.get("runs") || []).length > 1;
+    samples.replaceChildren(...tables.map((t) => {
+      const box = el("div", null, "tt-sample");
+      box.dataset.run = t.run;
+      box.dataset.step = String(t.step);
+      const shown = t.rows.length < t.total ? `${t.rows.length} of ${t.total}` : `${t.total}`;
+      box.append(el("div", `${several ? t.name + ": " : ""}${t.key} at step ${t.step} (${shown} rows; samples at ${t.steps} step${t.steps === 1 ? "" : "s"})`, "tt-sample-title"));
+      const table = box.appendChild(el("table"));
+      const head = table.appendChild(el("thead")).appendChild(el("tr"));
+      for (const [name] of t.columns) head.appendChild(el("th", name));
+      const body = table.appendChild(el("tbody"));
+      for (const r of t.rows) {
+        const tr = body.appendChild(el("tr"));
+        r.cells.forEach((text, i) => tr.appendChild(el("td", text, t.columns[i][1] === "number" ? "tt-num" : "tt-text")));
+      }
+      return box;
+    }));
+    root.dataset.samples = String(tables.reduce((n, t) => n + t.rows.length, 0));
+  }
+
   model.on("change:series", draw);
   model.on("change:runs", draw);
+  model.on("change:samples", drawSamples);
   draw();
+  drawSamples();
   return () => charts.forEach((c) => dropChart(c.box));
 }
 

@@ -49,6 +49,31 @@ function events() {  // every run's, in time order (the report's data holds them
     body.appendChild(row([...(several ? [e.run] : []), e.step, e.kind, e.time, el("td", e.details, "details")]));
   }
 }
+// Each run's table of samples at one step (reader/as_text.py's samples_text, when the report was made):
+// its first rows, every cell as text, long ones already cut with a marker saying how much was left out.
+function samples() {
+  if (!REPORT.samples.length) return;
+  show("samples-section");
+  const box = document.getElementById("samples");
+  const limits = REPORT.sample_limits;
+  for (const t of REPORT.samples) {
+    const part = box.appendChild(el("div", null, "sample-run"));
+    part.dataset.run = t.run;
+    if (t.note) { part.appendChild(el("p", `${t.label}: ${t.note}`, "muted")); continue; }
+    part.dataset.step = String(t.step);
+    part.appendChild(el("h3", `${several ? t.label + " · " : ""}${t.key} at step ${t.step}`));
+    const cut = t.rows.length < t.total ? `the first ${t.rows.length} of ` : "";
+    part.appendChild(el("p", `${cut}${t.total} rows (samples at ${t.steps} step${t.steps === 1 ? "" : "s"}; a report shows at most ${limits.rows} rows and ${limits.chars.toLocaleString()} characters a cell)`, "muted"));
+    const table = part.appendChild(el("table", null, "samples"));
+    table.appendChild(el("thead")).appendChild(row(["#", ...t.columns.map(c => c[0])].map(h => el("th", h))));
+    const body = table.appendChild(el("tbody"));
+    for (const r of t.rows) {
+      const tr = body.appendChild(el("tr"));
+      tr.appendChild(el("td", String(r.index + 1), "num"));
+      r.cells.forEach((text, i) => tr.appendChild(el("td", text, t.columns[i][1] === "number" ? "num" : "sample-text")));
+    }
+  }
+}
 function config() {
   const box = document.getElementById("config");
   for (const run of REPORT.runs) {
@@ -91,5 +116,6 @@ document.getElementById("generated").textContent =
 overview();
 configDiff();
 events();
+samples();
 config();
 charts().catch(e => { document.getElementById("error").textContent = `cannot draw the charts: ${e.message}`; });

@@ -2,8 +2,8 @@
 // filtered by a regex over the text on the server (the reader's one selection, as `tunetrack
 // samples`), drawn virtually (only the rows in view exist, so 1,000 rows of 4 kB scroll smoothly),
 // a row opened in full below (chat as a conversation, images inline) with the same prompt across
-// training; the distribution of a numeric column at the step and its mean at every step. User data
-// is only ever inserted as text.
+// training, or side by side with another run's (the compare page); the distribution of a numeric
+// column at the step and its mean at every step. User data is only ever inserted as text.
 import { api, chartsLoaded, dropChart, el, fmtNum, lineChart } from "./common.js";
 
 const ROW_HEIGHT = 88;  // px: a row shows its first lines; a click shows all of it
@@ -154,10 +154,26 @@ class SamplesView {
       across.id = "sample-across";
       const button = el("button", "this prompt across training");
       button.addEventListener("click", () => this.across(sample, across));
-      parts.push(button, across);
+      parts.push(button, this.sideBySide(sample), across);
     }
     detail.replaceChildren(...parts);
     detail.scrollIntoView({ block: "nearest" });
+  }
+  // A link to the compare page: this row's prompt at this step, beside the same prompt in another run.
+  sideBySide(sample) {
+    const pick = Object.assign(el("select"), { id: "sample-other", title: "another run" });
+    pick.appendChild(Object.assign(el("option", "side by side with another run…"), { value: "" }));
+    api("/api/runs").then(runs => {
+      for (const r of runs.filter(r => r.id !== this.runId)) {
+        pick.appendChild(Object.assign(el("option", `${r.name} (${r.id})${r.project ? " in " + r.project : ""}`), { value: r.id }));
+      }
+    }).catch(() => {});
+    pick.addEventListener("change", () => {
+      if (!pick.value) return;
+      const q = new URLSearchParams({ ids: `${this.runId},${pick.value}`, key: sample.key, step: sample.step, row: sample.index });
+      location.href = `/compare?${q}#samples`;
+    });
+    return pick;
   }
   async across(sample, box) {
     // the server finds the row's prompt (as text, a conversation included) and every row that has it
@@ -217,4 +233,76 @@ function rowOf(cells, tag) {
   const tr = el("tr");
   for (const c of cells) tr.appendChild(el(tag, c));
   return tr;
+}
+
+// The compare page's samples: two runs at one step, one prompt, the i-th completion of each side by
+// side with the words the other has not marked (the server compares them: reader/samples.word_diff).
+// `start`: the key, step and row (of the first run) the page was opened at, from the run's Samples view.
+export function showSideBySide(ids, start) {
+  const section = document.getElementById("samples-section");
+  const keySelect = document.getElementById("sample-key");
+  const stepSelect = document.getElementById("sample-step");
+  const promptSelect = document.getElementById("sample-prompt");
+  const error = document.getElementById("sample-error");
+  const state = { key: start.key || null, step: start.step ?? null, row: start.row ?? null, prompt: null, data: null };
+  async function load() {
+    const q = new URLSearchParams();
+    for (const id of ids) q.append("id", id);
+    if (state.key !== null) q.set("key", state.key);
+    if (state.step !== null) q.set("step", String(state.step));
+    if (state.row !== null) q.set("like_index", String(state.row));
+    else if (state.prompt !== null) q.set("prompt", state.prompt);
+    let data;
+    try { data = await api(`/api/samples/compare?${q}`); } catch (e) { section.hidden = false; error.textContent = e.message; return; }
+    error.textContent = "";
+    if (!data.keys.length || !data.steps.length) { section.hidden = true; return; }
+    section.hidden = false;
+    state.data = data; state.key = data.key; state.step = data.step; state.prompt = data.prompt; state.row = null;
+    keySelect.replaceChildren(...data.keys.map(k => Object.assign(el("option", k), { value: k })));
+    keySelect.value = data.key;
+    stepSelect.replaceChildren(...data.steps.map(s => Object.assign(el("option", String(s)), { value: String(s) })));
+    stepSelect.value = String(data.step);
+    const prompts = data.prompts.includes(data.prompt) || data.prompt === null ? data.prompts : [data.prompt, ...data.prompts];
+    promptSelect.hidden = !prompts.length;
+    promptSelect.replaceChildren(...prompts.map((p, i) => {
+      const option = el("option", p.length > 100 ? `${p.slice(0, 99)}…` : p);
+      option.value = String(i);
+      return option;
+    }));
+    promptSelect.value = String(Math.max(0, prompts.indexOf(data.prompt)));
+    promptSelect.prompts = prompts;
+    document.getElementById("sample-prompt-text").textContent = data.prompt ?? "";
+    document.getElementById("sample-count").textContent = `${data.total[0]} and ${data.total[1]} rows`;
+    draw(data);
+  }
+  function draw(data) {
+    const grid = el("div", null, "pairs");
+    for (const r of data.runs) grid.appendChild(el("div", `${r.name} (${r.id})`, "pair-head"));
+    const shown = Object.keys(data.columns).filter(c => c !== data.prompt_column && c !== data.completion_column && c !== "step");
+    data.pairs.forEach((pair, i) => {
+      for (const side of ["a", "b"]) {
+        const box = el("div", null, "side");
+        box.dataset.pair = String(i);
+        box.dataset.side = side;
+        const sample = pair[side];
+        if (!sample) { box.append(el("span", "no such row in this run", "muted")); grid.appendChild(box); continue; }
+        const text = el("div", null, "diff-text");
+        if (pair.diff) {
+          for (const [part, changed] of pair.diff[side]) text.appendChild(changed ? el("mark", part, `changed ${side === "a" ? "gone" : "new"}`) : document.createTextNode(part));
+        } else text.textContent = String(sample.row[data.completion_column] ?? "");
+        const meta = shown.filter(c => sample.row[c] !== undefined).map(c => `${c} ${typeof sample.row[c] === "number" ? fmtNum(sample.row[c]) : typeof sample.row[c] === "object" && sample.row[c] !== null ? JSON.stringify(sample.row[c]) : sample.row[c] ?? "—"}`);
+        box.append(el("div", `row ${sample.index + 1}${meta.length ? " · " + meta.join(" · ") : ""}`, "side-meta"), text);
+        grid.appendChild(box);
+      }
+    });
+    if (!data.pairs.length) grid.appendChild(el("p", "no rows of this prompt at this step", "muted"));
+    document.getElementById("sample-pairs").replaceChildren(grid);
+    const q = new URLSearchParams(location.search);
+    q.set("key", data.key); q.set("step", String(data.step)); q.delete("row");
+    history.replaceState(null, "", `?${q}${location.hash}`);
+  }
+  keySelect.addEventListener("change", () => { state.key = keySelect.value; state.step = null; state.prompt = null; load(); });
+  stepSelect.addEventListener("change", () => { state.step = +stepSelect.value; load(); });
+  promptSelect.addEventListener("change", () => { state.prompt = promptSelect.prompts[+promptSelect.value]; load(); });
+  load();
 }

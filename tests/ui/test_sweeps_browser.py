@@ -170,9 +170,8 @@ def test_the_tables_choices_survive_a_reload(sweep, server, page):
 
     page.reload()
     page.wait_for_selector("#runs tr.group")
-    assert groups() == shown and [
-        tr.get_attribute("data-group") for tr in page.query_selector_all("#runs tr.group")
-    ] == ordered  # sorted by the mean of the best, as before
+    assert groups() == shown  # sorted by the mean of the best, as before:
+    assert [tr.get_attribute("data-group") for tr in page.query_selector_all("#runs tr.group")] == ordered
     assert page.input_value("#search") == "config.lora.r >= 16 and state = 'finished'"
     assert page.input_value("#groupby") == "lr"
     page.click(f"#runs tr.group[data-group='{ordered[0]}'] button.expand")  # its runs, best first

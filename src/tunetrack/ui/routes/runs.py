@@ -69,7 +69,9 @@ def runs(
     state: str | None = None,
     key: Annotated[
         list[str] | None,
-        Query(description="default: the loss-like keys; a column's spec KEY:AGG (eval/loss:min) names its KEY"),
+        Query(
+            description="default: the loss-like keys; a column's spec KEY:AGG (eval/loss:min) names its KEY"
+        ),
     ] = None,
 ) -> Response:
     listings: Listings = request.app.state.listings

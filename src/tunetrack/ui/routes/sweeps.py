@@ -61,7 +61,9 @@ def select(
     return {"ids": [r["id"] for r in chosen.rows]}
 
 
-@router.get("/api/groups", summary="The runs table folded by configuration: n, mean, std, min, max per column")
+@router.get(
+    "/api/groups", summary="The runs table folded by configuration: n, mean, std, min, max per column"
+)
 def groups(
     request: Request,
     catalog: CatalogDep,

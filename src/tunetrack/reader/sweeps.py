@@ -109,6 +109,14 @@ class Selection:
     rows: list[dict[str, Any]]
     lookups: dict[str, Lookup]
     configs: Callable[[Mapping[str, Any]], dict[str, Any]]
+    #: the metric keys whose summaries the rows hold
+    keys: list[str]
+
+    def holding(self, what: Field) -> Field:
+        """``what``, a metric the rows must hold the summary of (``select(fields=...)`` names it)."""
+        if what.kind == "metric" and what.key not in self.keys:
+            raise ValueError(f"{what}: select the runs with fields=[{str(what)!r}] to read it")
+        return what
 
     def lookup(self, row: Mapping[str, Any]) -> Lookup:
         return self.lookups[row["id"]]
@@ -145,7 +153,7 @@ def select(
         if (test is None or test(lookups[r["id"]]))
         and all(b.holds(lookups[r["id"]](b.field)) for b in picked)
     ]
-    return Selection(kept, lookups, config)
+    return Selection(kept, lookups, config, keys)
 
 
 def row_lookup(row: Mapping[str, Any], config: Callable[[Mapping[str, Any]], dict[str, Any]]) -> Lookup:
@@ -167,7 +175,7 @@ def group_table(selection: Selection, by: str | Sequence[str], columns: Sequence
     """The runs table folded by configuration: ``keys`` grouped by, ``columns`` (specs ``KEY[:AGG]``),
     and per group its ``key`` values, ``runs`` (ids), and per column ``n``, ``mean``, ``std``, ``min``
     and ``max`` (``groups.Group``), in the order of each group's newest run."""
-    fields = {spec: metric_field(spec) for spec in columns}
+    fields = {spec: selection.holding(metric_field(spec)) for spec in columns}
     keys, groups = partition(selection.rows, selection.flats(), by)
     out = []
     for group in groups:
@@ -191,7 +199,7 @@ def parameters(selection: Selection, metric: str) -> dict[str, Any]:
     order), then the metric (``KEY:AGG``); ``runs``, each with its ``id``, ``name`` and ``values`` (one
     per axis, None where it has none); and ``importance``: each numeric axis's Spearman rank
     correlation with the metric (``spearman``), strongest first."""
-    what = metric_field(metric)
+    what = selection.holding(metric_field(metric))
     flats = selection.flats()
     axes: list[dict[str, Any]] = []
     for key in _varying(flats):

@@ -276,10 +276,18 @@ def group_curves(
     width: int = 1500,
 ) -> dict[str, Any]:
     """One metric of ``runs`` folded per group (``by``): for each group its ``label``, ``runs`` and,
-    aligned by step, the ``mean`` over the runs with a point at that step and a band from ``low`` to
-    ``high``: the min and max (``band="minmax"``) or the mean ± the sample standard deviation
-    (``"std"``; no band where one run has a point). More steps than ``width`` are thinned to ``width``
-    buckets: the mean of the means, the lowest low and the highest high of each."""
+    aligned by step, the ``mean`` over the runs that reach that step, ``n`` of them, and a band from
+    ``low`` to ``high``: the min and max (``band="minmax"``) or the mean ± the sample standard
+    deviation (``"std"``; none where one run does). More steps than ``width`` are thinned to
+    ``width`` buckets: the mean of the means, the lowest low and the highest high of each.
+
+    Aligned by step: at every step some run of the group logged, each run's value there, joined
+    linearly between its own points (never past its first or last): where the runs log at the same
+    steps (a training loss, an eval every N steps) these are exactly their values; where they do not
+    (evaluations at different steps, a run logged more sparsely), the runs still share a mean and a
+    band instead of one run per step. A NaN or ±Inf is no point here (the chart of one run shows it
+    as a gap; a mean over seeds passes it by), and a run that stopped early leaves the group's
+    ``n`` from its last step on."""
     import numpy as np
 
     if band not in ("minmax", "std"):
@@ -302,8 +310,16 @@ def group_curves(
         grid = np.full((len(curves), len(steps)), np.nan)
         for i, c in enumerate(curves):
             values = numeric_values(c)
-            at = np.searchsorted(steps, c.steps)
-            grid[i, at] = np.where(np.isfinite(values), values, np.nan)  # a step logged twice: the later
+            finite = np.isfinite(values)
+            xs, ys = c.steps[finite], values[finite]
+            if not len(xs):
+                continue
+            order = np.argsort(xs, kind="stable")
+            xs, ys = xs[order], ys[order]
+            last = np.r_[xs[1:] != xs[:-1], True]  # a step logged twice (a rewind): the later value
+            xs, ys = xs[last], ys[last]
+            inside = (steps >= xs[0]) & (steps <= xs[-1])
+            grid[i, inside] = np.interp(steps[inside], xs, ys)
         have = np.isfinite(grid)
         n = have.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):

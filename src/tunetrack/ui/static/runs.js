@@ -314,7 +314,7 @@ function onBrush(field, spec) {
 function drawBrushes() {
   document.getElementById("brushes").replaceChildren(...brushes.map(b => {
     const [field, ...range] = JSON.parse(b);
-    const text = range.length === 1 ? `${field} in ${range[0].join(", ")}` : `${fmtNum(range[0])} ≤ ${field} ≤ ${fmtNum(range[1])}`;
+    const text = range.length === 1 ? `${field} in ${range[0].join(", ")}` : `${+range[0].toPrecision(3)} ≤ ${field} ≤ ${+range[1].toPrecision(3)}`;
     const chip = el("span", text, "chip");
     chip.dataset.field = field;
     const drop = el("button", "×", "drop");

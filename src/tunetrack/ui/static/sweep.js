@@ -42,7 +42,7 @@ function scale(axis, values) {
   return { at, value, ticks: ticks.map(([t, v]) => [t, short(v)]), log };
 }
 // A number in at most four significant digits, without an exponent where it is short without one.
-function short(v) { return Math.abs(v) >= 1e5 ? v.toExponential(2) : String(Number(v.toPrecision(4))); }
+function short(v) { if (v == null) return ""; return Math.abs(v) >= 1e5 ? v.toExponential(2) : String(Number(v.toPrecision(4))); }
 // A colour from blue (the metric's lowest) to orange (its highest).
 function shade(t) { return `hsl(${Math.round(220 - 190 * t)} 75% 45%)`; }
 

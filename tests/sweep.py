@@ -40,11 +40,14 @@ def _noise(*parts: float) -> float:
     )
 
 
-def make_sweep(root: Path) -> list[SweepRun]:
+def make_sweep(
+    root: Path, lrs: tuple[float, ...] = LRS, ranks: tuple[int, ...] = RANKS, seeds: tuple[int, ...] = SEEDS
+) -> list[SweepRun]:
+    """The sweep (or a corner of it, for a test that needs a few runs: each takes ~0.2 s to write)."""
     runs = []
-    for lr in LRS:
-        for r in RANKS:
-            for seed in SEEDS:
+    for lr in lrs:
+        for r in ranks:
+            for seed in seeds:
                 runs.append(_one(root, lr, r, seed))
     return runs
 

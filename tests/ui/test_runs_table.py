@@ -11,7 +11,7 @@ from tunetrack import Tracker
 
 
 def _table(page) -> tuple[list[str | None], dict[str, list[str]]]:
-    """The header's sort keys (``last:<key>`` for a metric column) and each drawn row's cells."""
+    """The header's sort keys (``<key>:<agg>`` for a metric column) and each drawn row's cells."""
     head = [th.get_attribute("data-sort") for th in page.query_selector_all("#runs thead th")]
     rows = {
         tr.get_attribute("data-run"): [td.inner_text() for td in tr.query_selector_all("td")]
@@ -21,7 +21,7 @@ def _table(page) -> tuple[list[str | None], dict[str, list[str]]]:
 
 
 def _metrics(page) -> list[str]:
-    return [s.removeprefix("last:") for s in _table(page)[0] if s and s.startswith("last:")]
+    return [s.removesuffix(":last") for s in _table(page)[0] if s and s.endswith(":last")]
 
 
 def test_metric_columns_default_to_the_loss_like_keys_and_are_kept_in_the_url(root, server_factory, page):
@@ -38,18 +38,19 @@ def test_metric_columns_default_to_the_loss_like_keys_and_are_kept_in_the_url(ro
 
     def cell(run_id, key):
         head, rows = _table(page)
-        return rows[run_id][head.index(f"last:{key}")]
+        return rows[run_id][head.index(f"{key}:last")]
 
     assert [cell(trl.id, k) for k in _metrics(page)] == ["—", "0.5", "—", "0.75"]
     assert [cell(hf.id, k) for k in _metrics(page)] == ["0.25", "—", "0.375", "—"]
     options = [o.get_attribute("value") for o in page.query_selector_all("#metric-keys option")]
-    assert options == ["learning_rate", "train/grad_norm"]  # the keys not shown yet
+    # every key: one shown as its last value can be added as its min, max or best (#addagg)
+    assert options == ["eval/loss", "eval_loss", "learning_rate", "loss", "train/grad_norm", "train/loss"]
 
     page.fill("#addkey", "train/grad_norm")
     page.press("#addkey", "Enter")
     wait_until(lambda: "train/grad_norm" in _metrics(page) and cell(trl.id, "train/grad_norm") == "1.5")
     for key in ("loss", "eval_loss"):
-        page.click(f"#runs th[data-sort='last:{key}'] .drop")
+        page.click(f"#runs th[data-sort='{key}:last'] .drop")
     wait_until(lambda: _metrics(page) == ["train/loss", "eval/loss", "train/grad_norm"])
     assert parse_qs(urlsplit(page.url).query) == {"key": ["train/loss", "eval/loss", "train/grad_norm"]}
     page.screenshot(path=str(ARTIFACTS / "runs-columns.png"))
@@ -58,13 +59,14 @@ def test_metric_columns_default_to_the_loss_like_keys_and_are_kept_in_the_url(ro
     page.wait_for_selector(f"#runs tbody tr[data-run='{trl.id}']")
     assert _metrics(page) == ["train/loss", "eval/loss", "train/grad_norm"]
     assert cell(trl.id, "train/grad_norm") == "1.5" and cell(hf.id, "train/grad_norm") == "—"
-    page.click("#runs th[data-sort='last:train/grad_norm']")  # a run without the key sorts last
+    grad_norm = "#runs th[data-sort='train/grad_norm:last'] .metric-head span"
+    page.click(grad_norm)  # a run without the key sorts last
     wait_until(lambda: list(_table(page)[1]) == [trl.id, hf.id])
-    page.click("#runs th[data-sort='last:train/grad_norm']")
+    page.click(grad_norm)
     wait_until(lambda: list(_table(page)[1]) == [trl.id, hf.id])  # either way
 
     for key in _metrics(page):
-        page.click(f"#runs th[data-sort='last:{key}'] .drop")
+        page.click(f"#runs th[data-sort='{key}:last'] .drop")
     wait_until(lambda: _metrics(page) == [])
     page.reload()  # none chosen is not the default
     page.wait_for_selector(f"#runs tbody tr[data-run='{trl.id}']")

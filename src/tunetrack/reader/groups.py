@@ -10,11 +10,11 @@ configuration gives), None for a group of one run. A run without the metric is k
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .where import MISSING, Field, run_lookup
+from .where import MISSING, Field, Lookup, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Group:
     and the chosen aggregate of each run that has it."""
 
     key: dict[str, Any]
-    runs: list[Run] = field(default_factory=list)
+    runs: list[Any] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
 
     @property
@@ -59,7 +59,7 @@ class Group:
     def as_json(self) -> dict[str, Any]:
         return {
             "key": self.key,
-            "runs": [r.id for r in self.runs],
+            "runs": [r["id"] if isinstance(r, dict) else r.id for r in self.runs],
             "n": self.n,
             "mean": self.mean,
             "std": self.std,
@@ -96,18 +96,41 @@ def group_runs(
 ) -> tuple[list[str], list[Group]]:
     """``(the keys grouped by, the groups)``, groups in the order their first run comes in ``runs``;
     ``metric`` is ``KEY[:last|min|max|best]`` (``where.field``)."""
+    what = metric_field(metric)
+    keys, groups = partition(runs, [r.flat_config for r in runs], by)
+    lookups = {id(r): run_lookup(r, best) for r in runs}
+    for group in groups:
+        group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
+    return keys, groups
+
+
+def metric_field(metric: str | Field) -> Field:
+    """``KEY[:AGG]`` as a metric ``Field``; a ``ValueError`` if it names something else."""
     what = parse_field(metric) if isinstance(metric, str) else metric
     if what.kind != "metric":
         raise ValueError(f"--metric: {metric!r} is not a metric (give KEY or KEY:min|max|best|last)")
-    flats = [r.flat_config for r in runs]
-    keys = group_keys(by, flats)
+    return what
+
+
+def partition(
+    items: Sequence[Any], flat_configs: Sequence[Mapping[str, Any]], by: str | Sequence[str]
+) -> tuple[list[str], list[Group]]:
+    """``items`` (runs, or the dashboard's rows of them) by the values of the group keys in their
+    flat configs, groups in the order their first item comes; the groups hold no values yet."""
+    keys = group_keys(by, flat_configs)
     groups: dict[str, Group] = {}
-    for run, flat in zip(runs, flats):
+    for item, flat in zip(items, flat_configs):
         key = {k: flat.get(k) for k in keys}
-        group = groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key))
-        group.runs.append(run)
-        value = run_lookup(run, best)(what)
+        groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key)).runs.append(item)
+    return keys, list(groups.values())
+
+
+def values_of(items: Sequence[Any], lookup: Callable[[Any], Lookup], what: Field) -> list[float]:
+    """The finite numbers ``what`` reads from each item that has one (``lookup(item)``: its ``Lookup``)."""
+    out = []
+    for item in items:
+        value = lookup(item)(what)
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if value is not MISSING and number and math.isfinite(value):
-            group.values.append(float(value))
-    return keys, list(groups.values())
+            out.append(float(value))
+    return out

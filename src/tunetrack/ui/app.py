@@ -13,8 +13,9 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from ..reader import Catalog
+from ..reader.sweeps import Configs
 from . import assets, security
-from .routes import compare, media, pages, runs, samples
+from .routes import compare, media, pages, runs, samples, sweeps
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -23,7 +24,8 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     app.middleware("http")(security.guard(token))
     app.state.catalog = Catalog(root)
     app.state.listings = runs.Listings()
-    for topic in (runs, compare, media, samples):
+    app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
+    for topic in (runs, compare, media, samples, sweeps):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from html import escape
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
@@ -11,6 +12,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from .. import assets
 
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
+#: what the runs listing (GET /api/runs) takes of a page's query
+LISTING = ("project", "state", "key")
 PAGES = {"/": "index.html", "/run/{run_id}": "run.html", "/compare": "compare.html"}
 
 
@@ -49,7 +52,9 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
         # The runs table's URL holds its columns (and the API takes the same query): the page
         # preloads its rows from "/api/runs<!--query-->", so they are on their way before its
         # script runs, and the script then asks for that very URL.
-        query = request.url.query
+        # Only the listing's own parameters: the page's other choices (sort, filter, groups) are
+        # applied to the rows it has, and the rows of one set of columns are one cached body.
+        query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in LISTING])
         return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}") if query else ""))
 
     return serve

@@ -11,6 +11,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
+from ...aggregates import AGGREGATES
 from ...errors import TunetrackError
 from ...metric_keys import LOSS_LIKE, loss_columns
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
@@ -66,7 +67,12 @@ def runs(
     catalog: CatalogDep,
     project: str | None = None,
     state: str | None = None,
-    key: Annotated[list[str] | None, Query(description="default: the loss-like keys")] = None,
+    key: Annotated[
+        list[str] | None,
+        Query(
+            description="default: the loss-like keys; a column's spec KEY:AGG (eval/loss:min) names its KEY"
+        ),
+    ] = None,
 ) -> Response:
     listings: Listings = request.app.state.listings
     version = catalog.refresh()
@@ -76,11 +82,18 @@ def runs(
     query = request.url.query
     body = listings.get(query, version)
     if body is None:
-        shown_keys = LOSS_LIKE if key is None else key
+        shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
         rows = catalog.rows(project=project, state=state, keys=shown_keys, refresh=False)
         body = ROWS.dump_json(rows)
         listings.keep(query, version, body)
     return Response(body, media_type="application/json", headers=headers)
+
+
+def metric_key(spec: str) -> str:
+    """The metric key of a column's spec, ``KEY[:AGG]`` (the page's columns: ``eval/loss:min``); a
+    key whose last ``:`` part is no aggregate is a key."""
+    key, sep, agg = spec.rpartition(":")
+    return key if sep and key and agg in AGGREGATES else spec
 
 
 @router.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")

@@ -46,7 +46,7 @@ export function bucketWidth(grid) {
 const CHART_HEIGHT = 220;  // the plot and its axes, in CSS pixels; the title and the legend come on top
 // uPlot draws at a fixed size: a chart follows the width of its grid cell (made with the first chart).
 let resized = null;
-function lineColor(i) { return `hsl(${(210 + i * 137.5) % 360} 70% 42%)`; }  // the golden angle: neighbours differ
+function lineColor(i, alpha = 1) { return `hsl(${(210 + i * 137.5) % 360} 70% 42%${alpha < 1 ? ` / ${alpha}` : ""})`; }  // the golden angle: neighbours differ
 // Several runs' lines on one x axis, the union of their x (`lines`: [xs, ys] each). A run without a
 // point at an x has undefined there, which its line spans (a metric logged at other steps than
 // another's is drawn joined); a null it holds stays a gap (NaN, ±Inf).
@@ -57,16 +57,23 @@ export function align(lines) { return uPlot.join(lines); }
 // itself zooms in on what it has, and out), onPick(x) on a click that is no drag. `markers()` gives vertical lines to draw, [{x, color}];
 // the chart's element counts them in data-markers and holds the x range shown in data-xrange
 // ("min max"). `legend`: false for a chart of one line whose title names it.
+// `bands`: each name is a group drawn as three series, its mean, high and low (data: [xs, mean, high,
+// low of each group]); the mean is a line, the high and low bound a band of its colour (uPlot bands).
 export function lineChart(div, data, range, { title, x, names, log = false, legend = true, markers = () => [],
-                                             onZoom = () => {}, onPick = () => {} }) {
+                                             onZoom = () => {}, onPick = () => {}, bands = false }) {
+  const value = (u, v) => (v == null ? "--" : fmtNum(v));
+  // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
+  // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
+  const line = (label, i) => ({ label, stroke: lineColor(i), width: 1, points: { filter: isolated, fill: lineColor(i) }, value });
+  const edge = (label, i) => ({ label, stroke: lineColor(i, 0.35), width: 1, points: { show: false }, value });
+  const series = bands
+    ? names.flatMap((label, i) => [{ ...line(label, i), width: 1.5 }, edge(`${label} high`, i), edge(`${label} low`, i)])
+    : names.map(line);
   const chart = new uPlot({
     title, width: div.clientWidth, height: CHART_HEIGHT, legend: { show: legend },
     scales: { x: { time: x === "time" }, y: { distr: log ? 3 : 1 } },
-    // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
-    // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
-    series: [{ label: x }, ...names.map((label, i) => ({ label, stroke: lineColor(i), width: 1,
-                                                          points: { filter: isolated, fill: lineColor(i) },
-                                                          value: (u, v) => (v == null ? "--" : fmtNum(v)) }))],
+    series: [{ label: x }, ...series],
+    bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(i, 0.16) })) : [],
     axes: [{}, { values: log ? logTicks : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
     hooks: {
@@ -85,6 +92,9 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
   chart.over.addEventListener("click", () => {
     if (!chart.select.width && chart.cursor.left >= 0) onPick(chart.posToVal(chart.cursor.left, "x"));
   });
+  if (bands) {  // the legend names each group once, by its mean: its high and low rows are hidden
+    chart.root.querySelectorAll(".u-legend .u-series").forEach((tr, i) => { if (i > 0 && (i - 1) % 3) tr.style.display = "none"; });
+  }
   div.chart = chart;
   resized ??= new ResizeObserver(entries => {
     for (const { target } of entries) target.chart?.setSize({ width: target.clientWidth, height: CHART_HEIGHT });

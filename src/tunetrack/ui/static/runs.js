@@ -1,36 +1,112 @@
 import { api, duration, el, fmtNum, fmtTime, row, stateBadge } from "./common.js";
+import { drawParameters } from "./sweep.js";
 
 // The runs table. A store may hold 10,000 runs: the page keeps every run's row data, but only the
 // rows on screen (and a few either side) are in the DOM, so a filter, a sort or a scroll costs what
 // is shown, not what is stored. Every row is one line of the same height; the padding of the box
 // around the table stands for the rows above and below those drawn.
+//
+// Every choice is kept in the URL, so a reload (or a link) shows the same table: the metric columns
+// (`key=train/loss&key=eval/loss:min`, KEY[:AGG]; an empty `key`: none), the sort (`sort=eval/loss:min`,
+// `sort=created:desc`, as `tunetrack ls --sort`), the filter box (`where`), the group keys (`group`),
+// the brushed axes of parallel coordinates (`brush`) and the hyperparameters' metric (`hp`). What the
+// server computes (an expression's runs, the groups and their mean ± std, the axes, the importance) it
+// computes with the reader's code (reader/where.py, groups.py, sweeps.py); this page only draws it.
 const OVERSCAN = 10;  // rows drawn beyond each edge of the screen: a quick scroll shows no blank
-const keyQuery = new URLSearchParams(location.search);
-// The metric columns, kept in the URL (`?key=train/loss&key=eval/loss`; an empty `key`: none); without
-// any, the loss-like keys the runs have (the server says which).
-let columns = keyQuery.has("key") ? keyQuery.getAll("key").filter(Boolean) : null;
-let runs = [], shown = [];  // every run as the API gave it; those the filter keeps, sorted
-let sortKey = "created", sortDir = -1;
+const AGGS = ["last", "min", "max", "best"];
+const url = new URLSearchParams(location.search);
+// A column: {spec, key, agg}; without any in the URL, the loss-like keys the runs have (the server says which).
+let columns = url.has("key") ? url.getAll("key").filter(Boolean).map(column) : null;
+let runs = [], items = [];  // every run as the API gave it; the rows shown (runs, or groups and their runs)
+let [sortKey, sortDir] = parseSort(url.get("sort") || "created:desc");
+let groupBy = url.get("group") || "", groups = null, groupError = "";  // the server's groups, for groupBy
+let whereIds = null;  // the ids the expression and brushes keep (null: no expression, no brush)
+let brushes = url.getAll("brush");  // JSON each, as GET /api/select takes them
+const expanded = new Set();  // the labels of the groups opened
 const selected = new Set();
 let rowHeight = 0, headHeight = 0;  // measured once a row is drawn
 let drawn = "";  // which rows the DOM holds ("first last"): a scroll within them draws nothing
+const search = document.getElementById("search");
+search.value = url.get("where") || "";
+document.getElementById("groupby").value = groupBy;
 
+function column(spec) {  // "eval/loss:min" -> {spec, key: "eval/loss", agg: "min"}; "eval/loss": its last value
+  const at = spec.lastIndexOf(":"), agg = spec.slice(at + 1);
+  return at > 0 && AGGS.includes(agg) ? { spec, key: spec.slice(0, at), agg } : { spec: `${spec}:last`, key: spec, agg: "last" };
+}
+function urlSpec(c) { return c.agg === "last" ? c.key : c.spec; }  // a last value's column keeps the plain key
+function parseSort(text) {
+  const desc = text.endsWith(":desc"), field = text.replace(/:(asc|desc)$/, "");
+  return [field, desc ? -1 : 1];
+}
+// An expression of the --where language, not text to look for: it compares something.
+function isExpression(text) { return /[=<>~]|\sin\s/.test(text); }
+function setUrl(name, values) {  // one parameter of the page's URL
+  const query = new URLSearchParams(location.search);
+  query.delete(name);
+  for (const v of values) query.append(name, v);
+  history.replaceState(null, "", `?${query}`);
+}
+// What GET /api/runs takes of the URL (the page preloads the same): project, state and the columns' keys.
+function listingQuery() {
+  const query = new URLSearchParams();
+  for (const [k, v] of new URLSearchParams(location.search)) if (["project", "state", "key"].includes(k)) query.append(k, v);
+  const text = query.toString();
+  return text ? `?${text}` : "";
+}
+// What the server-side parts take: the project and state, the expression and the brushes.
+function selectionQuery() {
+  const query = new URLSearchParams();
+  for (const k of ["project", "state"]) if (url.has(k)) query.set(k, url.get(k));
+  const text = search.value.trim();
+  if (isExpression(text)) query.set("where", text);
+  for (const b of brushes) query.append("brush", b);
+  return query;
+}
+
+function metricValue(r, c) {
+  return c.agg === "last" ? r.last?.[c.key] : r.summary?.[c.key]?.[c.agg];
+}
 function sortValue(r, key) {
   if (key === "duration") return (r.ended || Date.now() / 1000) - r.created;
-  if (key.startsWith("last:")) return r.last[key.slice("last:".length)];
-  return r[key];
+  const c = columns.find(c => c.spec === key);
+  return c ? metricValue(r, c) : r[key];
 }
-function byColumn(a, b) {  // runs without a value go last, whichever the direction
-  const va = sortValue(a, sortKey), vb = sortValue(b, sortKey);
+function compare(va, vb) {  // missing values go last, whichever the direction (as --sort and pandas)
   if (va == null || vb == null) return (va == null) - (vb == null);
   return (va > vb ? 1 : va < vb ? -1 : 0) * sortDir;
 }
-// Filters and sorts every run, then draws the rows on screen.
+function byColumn(a, b) { return compare(sortValue(a, sortKey), sortValue(b, sortKey)); }
+function groupValue(g, key) {
+  const stats = g.stats[key];
+  if (stats) return stats.mean;
+  if (key === "name") return g.label;
+  return g.members.length;  // any other column: the group's size
+}
+function byGroup(a, b) { return compare(groupValue(a, sortKey), groupValue(b, sortKey)); }
+
+// Filters and sorts every run (or folds them into groups), then draws the rows on screen.
 function update() {
-  const query = document.getElementById("search").value.toLowerCase();
-  shown = query ? runs.filter(r => r.haystack.includes(query)) : runs.slice();
-  shown.sort(byColumn);
-  document.getElementById("status").textContent = `${shown.length} of ${runs.length} runs`;
+  const text = search.value.trim(), quick = isExpression(text) ? "" : text.toLowerCase();
+  const keep = r => (!whereIds || whereIds.has(r.id)) && (!quick || r.haystack.includes(quick));
+  let status;
+  if (groupBy && groups) {
+    const byId = new Map(runs.map(r => [r.id, r]));
+    const shown = groups.groups.map(g => ({ ...g, members: g.runs.map(id => byId.get(id)).filter(r => r && keep(r)) }))
+      .filter(g => g.members.length);
+    shown.sort(byGroup);
+    items = [];
+    for (const g of shown) {
+      items.push({ group: g });
+      if (expanded.has(g.label)) items.push(...g.members.sort(byColumn));
+    }
+    status = `${shown.length} groups of ${shown.reduce((n, g) => n + g.members.length, 0)} runs (${runs.length} in all)`;
+  } else {
+    items = runs.filter(keep).sort(byColumn);
+    status = `${items.length} of ${runs.length} runs`;
+  }
+  document.getElementById("status").textContent = status;
+  markSorted();
   drawn = "";
   draw();
 }
@@ -38,13 +114,13 @@ function draw() {
   const box = document.getElementById("rows"), body = box.querySelector("tbody");
   const top = box.getBoundingClientRect().top + headHeight;  // where the first row's top would be
   const height = rowHeight || 30;
-  const first = Math.max(0, Math.min(shown.length, Math.floor(-top / height) - OVERSCAN));
-  const last = Math.max(first, Math.min(shown.length, Math.ceil((innerHeight - top) / height) + OVERSCAN));
+  const first = Math.max(0, Math.min(items.length, Math.floor(-top / height) - OVERSCAN));
+  const last = Math.max(first, Math.min(items.length, Math.ceil((innerHeight - top) / height) + OVERSCAN));
   if (drawn === `${first} ${last}`) return;
   drawn = `${first} ${last}`;
   box.style.paddingTop = `${first * height}px`;
-  box.style.paddingBottom = `${(shown.length - last) * height}px`;
-  body.replaceChildren(...shown.slice(first, last).map(tableRow));
+  box.style.paddingBottom = `${(items.length - last) * height}px`;
+  body.replaceChildren(...items.slice(first, last).map(item => (item.group ? groupRow(item.group) : tableRow(item))));
   if (!rowHeight && body.rows.length) {  // now it can be measured: draw again at the true height
     rowHeight = body.rows[0].getBoundingClientRect().height;
     headHeight = box.querySelector("thead").getBoundingClientRect().height;
@@ -52,93 +128,263 @@ function draw() {
     draw();
   }
 }
+function metricCell(r, c) {
+  const td = el("td", fmtNum(metricValue(r, c)), "num");
+  const s = r.summary?.[c.key];
+  td.title = c.agg === "best" && s?.best_step != null ? `best at step ${s.best_step}` : td.textContent;
+  return td;
+}
 function tableRow(r) {
   const box = el("input"); box.type = "checkbox"; box.checked = selected.has(r.id);
   box.addEventListener("change", () => { box.checked ? selected.add(r.id) : selected.delete(r.id); updateCompare(); });
   const link = el("a", r.name); link.href = `/run/${encodeURIComponent(r.id)}`;
   const cells = [box, stateBadge(r.state), link].map(n => { const td = el("td"); td.appendChild(n); return td; });
   const tr = row([...cells, r.project ?? "—", (r.tags || []).join(", "), (r.hosts || []).join(", "),
-                  fmtTime(r.created), duration(r), r.last_step ?? "—", ...columns.map(k => fmtNum(r.last[k]))]);
+                  fmtTime(r.created), duration(r), r.last_step ?? "—"]);
   for (const td of tr.cells) td.title = td.textContent;  // a cell cut short by the column's width
+  for (const c of columns) tr.appendChild(metricCell(r, c));
   tr.dataset.run = r.id;
+  if (groupBy) tr.className = "member";
   return tr;
+}
+// A group: its runs ticked together, opened and closed with its button, n and mean ± std per column.
+function groupRow(g) {
+  const ids = g.members.map(r => r.id);
+  const box = el("input"); box.type = "checkbox"; box.checked = ids.every(id => selected.has(id));
+  box.title = "select the group's runs";
+  box.addEventListener("change", () => {
+    for (const id of ids) box.checked ? selected.add(id) : selected.delete(id);
+    updateCompare();
+  });
+  const open = el("button", `${expanded.has(g.label) ? "▾" : "▸"} ${ids.length}`, "expand");
+  open.title = `${expanded.has(g.label) ? "hide" : "show"} the group's ${ids.length} runs`;
+  open.addEventListener("click", () => { expanded.has(g.label) ? expanded.delete(g.label) : expanded.add(g.label); update(); });
+  const cells = [box, open].map(n => { const td = el("td"); td.appendChild(n); return td; });
+  const name = el("td", g.label);  // over the name, project, tags and hosts columns
+  name.colSpan = 4;
+  name.title = g.label;
+  const tr = row([...cells, name, "", "", ""]);
+  for (const c of columns) {
+    const s = g.stats[c.spec];
+    const td = el("td", s && s.n ? `${fmtNum(s.mean)}${s.std == null ? "" : ` ± ${fmtNum(s.std)}`}` : "—", "num");
+    if (s && s.n) td.title = `${c.key} ${c.agg} over ${s.n} runs: mean ${fmtNum(s.mean)}, std ${fmtNum(s.std)}, min ${fmtNum(s.min)}, max ${fmtNum(s.max)}`;
+    td.dataset.n = String(s?.n ?? 0);
+    tr.appendChild(td);
+  }
+  tr.className = "group";
+  tr.dataset.group = g.label;
+  return tr;
+}
+function markSorted() {
+  for (const th of document.querySelectorAll("#runs thead th[data-sort]")) {
+    th.classList.toggle("sorted", th.dataset.sort === sortKey);
+    th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
+  }
 }
 function drawHead() {
   const head = document.querySelector("#runs thead tr");
   for (const th of head.querySelectorAll("th.metric")) th.remove();
-  for (const key of columns) {
+  for (const c of columns) {
     const th = el("th", null, "metric");
-    th.dataset.sort = `last:${key}`;
-    th.title = key;
+    th.dataset.sort = c.spec;
+    th.title = `${c.key} (${c.agg})`;
+    const agg = el("select", null, "agg");
+    agg.title = "last, min, max or best (the min of a loss, else the max)";
+    for (const a of AGGS) agg.appendChild(Object.assign(el("option", a), { value: a, selected: a === c.agg }));
+    agg.addEventListener("click", e => e.stopPropagation());
+    agg.addEventListener("change", () => {
+      const spec = `${c.key}:${agg.value}`;
+      if (columns.some(o => o.spec === spec)) { agg.value = c.agg; return; }
+      if (sortKey === c.spec) sortKey = spec;
+      setColumns(columns.map(o => (o === c ? column(spec) : o)));
+    });
     const drop = el("button", "×", "drop");
-    drop.title = `remove the column ${key}`;
-    drop.addEventListener("click", e => { e.stopPropagation(); setColumns(columns.filter(k => k !== key)); });
+    drop.title = `remove the column ${c.key} (${c.agg})`;
+    drop.addEventListener("click", e => { e.stopPropagation(); setColumns(columns.filter(o => o !== c)); });
     const label = el("div", null, "metric-head");
-    label.append(el("span", key), drop);
+    label.append(el("span", c.key), agg, drop);
     th.appendChild(label);
     head.appendChild(th);
   }
+  markSorted();
 }
-function setColumns(keys) {
-  columns = keys;
-  const query = new URLSearchParams(location.search);
-  query.delete("key");
-  for (const key of keys.length ? keys : [""]) query.append("key", key);
-  history.replaceState(null, "", `?${query}`);
-  if (sortKey.startsWith("last:") && !keys.includes(sortKey.slice("last:".length))) sortKey = "created";
+function setColumns(chosen) {
+  const before = columns.map(c => c.key).join("\n");
+  columns = chosen;
+  setUrl("key", chosen.length ? chosen.map(urlSpec) : [""]);
+  if (!["state", "name", "project", "tags", "hosts", "created", "duration", "last_step"].includes(sortKey)
+      && !chosen.some(c => c.spec === sortKey)) setSort("created", -1);
   drawHead();
   listKeys();
-  shownJson = "";
-  load();  // the rows again, with these keys' last values
+  if (groupBy) refresh();  // the groups' stats of these columns
+  if (columns.map(c => c.key).join("\n") !== before) { shownJson = ""; load(); }  // the rows again, with these keys
+  else update();
+}
+function setSort(key, dir) {
+  [sortKey, sortDir] = [key, dir];
+  setUrl("sort", key === "created" && dir < 0 ? [] : [`${key}${dir < 0 ? ":desc" : ""}`]);
 }
 let metricKeys = [];
-function listKeys() {  // the keys a column can be added for
+function listKeys() {  // the keys a column can be added for, and the metrics the hyperparameters can be read against
   document.getElementById("metric-keys").replaceChildren(
-    ...metricKeys.filter(k => !columns.includes(k)).map(k => Object.assign(el("option"), { value: k })));
+    ...metricKeys.map(k => Object.assign(el("option"), { value: k })));
+  document.getElementById("hp-metrics").replaceChildren(
+    ...metricKeys.flatMap(k => AGGS.map(a => Object.assign(el("option"), { value: `${k}:${a}` }))));
 }
 function updateCompare() { document.getElementById("compare").disabled = selected.size < 2; }
+function showError(text) { document.getElementById("where-error").textContent = text; }
+
+// The server-side parts: the runs the expression and the brushes keep, the groups, the axes. A bad
+// expression shows the reader's one line beside the box, and the table keeps what it showed.
+let refreshes = 0;
+async function refresh() {
+  const token = ++refreshes, query = selectionQuery();
+  const groupQuery = new URLSearchParams(query);
+  groupQuery.set("by", groupBy);
+  for (const c of columns || []) groupQuery.append("key", c.spec);
+  try {
+    const [chosen, grouped] = await Promise.all([
+      query.has("where") || query.has("brush") ? api(`/api/select?${query}`) : null,
+      groupBy ? api(`/api/groups?${groupQuery}`) : null,
+    ]);
+    if (token !== refreshes) return;  // a later refresh is on its way
+    whereIds = chosen ? new Set(chosen.ids) : null;
+    groups = grouped;
+    showError("");
+  } catch (e) {
+    if (token !== refreshes) return;
+    showError(e.message);
+  }
+  update();
+  if (!hpShown) return;
+  if (query.get("where") !== hpWhere || !hpData) loadParameters();  // other runs: other axes
+  else drawParameters(hpData, { kept: whereIds, brushes, onBrush });  // a brush: the same lines, greyed anew
+}
 let shownJson = "";
-async function load(request = api(`/api/runs${location.search}`)) {
+async function load(request = api(`/api/runs${listingQuery()}`)) {
   try {
     const fresh = await request;
     const json = JSON.stringify(fresh);
     if (json === shownJson && !runs.some(r => r.state === "running")) return;  // nothing changed: keep the DOM
+    const changed = shownJson !== "" && json !== shownJson;
     shownJson = json;
     for (const r of fresh) r.haystack = [r.name, r.project, r.state, ...(r.tags || [])].join(" ").toLowerCase();
     runs = fresh;
-    update();
+    if (changed && (whereIds || groupBy)) refresh();  // new runs or values: what the server picks may change
+    else update();
   } catch (e) { document.getElementById("status").textContent = `cannot list runs: ${e.message}`; }
 }
+
+// Hyperparameters against the result (sweep.js draws them): parallel coordinates, a scatter, importance.
+let hpShown = url.has("hp"), hpData = null, hpWhere = null;  // hpWhere: the expression hpData is of
+function hpMetric() {
+  const chosen = document.getElementById("hp-metric").value.trim();
+  if (chosen) return chosen;
+  const first = columns?.[0];
+  return first ? `${first.key}:best` : "";
+}
+async function loadParameters() {
+  const metric = hpMetric(), status = document.getElementById("hp-status");
+  if (!metric) { status.textContent = "choose a metric"; return; }
+  const query = selectionQuery();
+  query.delete("brush");  // the view shows what the brushes leave out, greyed
+  query.set("metric", metric);
+  hpWhere = query.get("where");
+  try {
+    hpData = await api(`/api/params?${query}`);
+    status.textContent = `${hpData.runs.length} runs, ${hpData.axes.length - 1} varying config keys`;
+  } catch (e) { status.textContent = `cannot read the hyperparameters: ${e.message}`; return; }
+  drawParameters(hpData, { kept: whereIds, brushes, onBrush });
+}
+function showParameters(show) {
+  hpShown = show;
+  document.getElementById("hp").hidden = !show;
+  document.getElementById("hp-toggle").setAttribute("aria-expanded", String(show));
+  setUrl("hp", show ? [hpMetric()] : []);
+  if (show) loadParameters();
+}
+// A brush drawn (or cleared, `spec` null) on the axis of `field`: one per axis.
+function onBrush(field, spec) {
+  brushes = brushes.filter(b => JSON.parse(b)[0] !== field);
+  if (spec) brushes.push(JSON.stringify(spec));
+  setUrl("brush", brushes);
+  drawBrushes();
+  refresh();
+}
+function drawBrushes() {
+  document.getElementById("brushes").replaceChildren(...brushes.map(b => {
+    const [field, ...range] = JSON.parse(b);
+    const text = range.length === 1 ? `${field} in ${range[0].join(", ")}` : `${+range[0].toPrecision(3)} ≤ ${field} ≤ ${+range[1].toPrecision(3)}`;
+    const chip = el("span", text, "chip");
+    chip.dataset.field = field;
+    const drop = el("button", "×", "drop");
+    drop.title = "clear this brush";
+    drop.addEventListener("click", () => onBrush(field, null));
+    chip.appendChild(drop);
+    return chip;
+  }));
+}
+
+async function configKeys() {  // the group keys to choose from: what varies first, and all-but-seed
+  try {
+    const keys = await api(`/api/config-keys?${new URLSearchParams([...url].filter(([k]) => k === "project"))}`);
+    const rest = keys.keys.filter(k => !keys.varying.includes(k));
+    document.getElementById("config-keys").replaceChildren(
+      ...[...keys.special, ...keys.varying, ...rest].map(k => Object.assign(el("option"), { value: k })));
+  } catch { /* the box still takes keys typed in */ }
+}
 async function start() {
-  const rows = api(`/api/runs${location.search}`);  // the URL the page preloads
+  const rows = api(`/api/runs${listingQuery()}`);  // the URL the page preloads
   rows.catch(() => {});  // reported by load()
   try {
     const keys = await api("/api/keys");
     metricKeys = keys.keys;
-    columns ??= keys.default;
+    columns ??= keys.default.map(column);
   } catch (e) {
     columns ??= [];
     document.getElementById("status").textContent = `cannot list the metric keys: ${e.message}`;
   }
+  document.getElementById("hp-metric").value = url.get("hp") || "";
   drawHead();
   listKeys();
+  drawBrushes();
   await load(rows);
+  if (isExpression(search.value) || brushes.length || groupBy) await refresh();
+  if (hpShown) showParameters(true);
   setInterval(() => load(), 3000);  // live states
 }
-document.getElementById("search").addEventListener("input", update);
+let typing = 0, asked = isExpression(search.value.trim());  // whether the server holds an expression
+search.addEventListener("input", () => {
+  setUrl("where", search.value ? [search.value] : []);
+  clearTimeout(typing);
+  const expression = isExpression(search.value.trim());
+  if (!expression && !asked) { update(); return; }  // text: filtered here, at once
+  asked = expression;
+  typing = setTimeout(refresh, expression ? 250 : 0);  // an expression: asked once typing pauses
+});
 document.getElementById("addkey").addEventListener("change", e => {
-  const key = e.target.value;
-  if (metricKeys.includes(key) && !columns.includes(key)) setColumns([...columns, key]);
+  const key = e.target.value, spec = `${key}:${document.getElementById("addagg").value}`;
+  if (metricKeys.includes(key) && !columns.some(c => c.spec === spec)) setColumns([...columns, column(spec)]);
   e.target.value = "";
 });
+document.getElementById("groupby").addEventListener("change", e => {
+  groupBy = e.target.value.trim();
+  groups = null;
+  setUrl("group", groupBy ? [groupBy] : []);
+  refresh();
+});
+document.getElementById("groupby").addEventListener("focus", configKeys, { once: true });
+document.getElementById("hp-toggle").addEventListener("click", () => showParameters(!hpShown));
+document.getElementById("hp-metric").addEventListener("change", () => { setUrl("hp", [hpMetric()]); loadParameters(); });
 document.getElementById("compare").addEventListener("click", () => {
-  location.href = `/compare?ids=${[...selected].map(encodeURIComponent).join(",")}`;
+  const query = new URLSearchParams({ ids: [...selected].join(",") });
+  if (groupBy) query.set("group", groupBy);
+  location.href = `/compare?${query}`;
 });
 document.querySelector("#runs thead").addEventListener("click", e => {
   const th = e.target.closest("th[data-sort]");
   if (!th) return;
-  sortDir = sortKey === th.dataset.sort ? -sortDir : 1;
-  sortKey = th.dataset.sort;
+  setSort(th.dataset.sort, sortKey === th.dataset.sort ? -sortDir : 1);
   update();
 });
 let pending = false;  // one draw per frame, however many scroll events come

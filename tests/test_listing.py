@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+import pytest
+
 from helpers import spawn_script
 from tunetrack import Tracker
 from tunetrack.manage import delete_runs, rename_run, tag_run
@@ -123,3 +125,29 @@ def test_a_damaged_or_unwritable_listing_costs_only_the_files(root):
     (root / layout.LISTING).mkdir()  # cannot be read nor replaced: listed from the files, nothing said
     assert [r.name for r in list_runs(root)] == ["a"]
     assert [p.name for p in root.iterdir() if p.is_file()] == []  # no temporary file left behind
+
+
+def test_the_config_comes_from_the_end_records_not_the_data(root, monkeypatch):
+    """A sweep's dashboard asks every run for its config: an ended run answers from its end record."""
+    from tunetrack.reader.run import Run
+
+    with Tracker(dir=root, system=False, config={"lr": 0.1, "lora": {"r": 8}}) as t:
+        t.log({"loss": 1.0}, step=1)
+        t.log_config({"lora": {"alpha": 16}})
+    with Tracker(dir=root, resume=t.id, system=False) as again:  # a second process that logs none
+        again.log({"loss": 0.5}, step=2)
+    with Tracker(dir=root, system=False, config={"lr": 0.2}) as other:
+        other.log({"loss": 1.0}, step=1)
+    with Tracker(dir=root, resume=other.id, system=False, config={"lr": 0.3}) as other_again:
+        other_again.log({"loss": 0.5}, step=2)
+    expected = {t.id: {"lr": 0.1, "lora": {"r": 8, "alpha": 16}}, other.id: {"lr": 0.3}}
+    from_records = {r.id: r.config for r in list_runs(root)}
+    assert from_records == expected
+
+    def no_records(self):
+        raise AssertionError("read the records")
+
+    monkeypatch.setattr(Run, "_records", property(no_records))
+    assert open_run(t.id, dir=root).config == expected[t.id]  # from its end records
+    with pytest.raises(AssertionError, match="read the records"):  # two processes logged config:
+        open_run(other.id, dir=root).config  # noqa: B018 - their records decide, in time order

@@ -117,7 +117,13 @@ class Run:
             "stamp": stamp,
             "run": self._run_json,
             "processes": [
-                {"name": p.name, "meta": {k: p.meta[k] for k in LISTED_META if k in p.meta}, "end": p.end}
+                {
+                    "name": p.name,
+                    "meta": {k: p.meta[k] for k in LISTED_META if k in p.meta},
+                    "end": {
+                        k: v for k, v in (p.end or {}).items() if k != "config"
+                    },  # config: from the files
+                }
                 for p in procs
             ],
             "edits": [[name, body] for name, body in self.folder.edits()],
@@ -200,10 +206,26 @@ class Run:
 
     @cached_property
     def config(self) -> dict[str, Any]:
+        stored = self._stored_config()
+        if stored is not None:
+            return stored
         out: dict[str, Any] = {}
         for record in self._records.configs:
             out = merge(out, record.config)
         return out
+
+    def _stored_config(self) -> dict[str, Any] | None:
+        """The config as the writers stored it in their end records (two small files a process, not
+        its records: what a sweep's dashboard reads of 1,000 runs), when every process ended with one
+        and at most one process logged any; else None: several processes' records merge in time
+        order, which only the records tell."""
+        ends = [p.end for p in self._processes]
+        if not ends or not all(isinstance(e, dict) and isinstance(e.get("config"), dict) for e in ends):
+            return None
+        logged = [e["config"] for e in ends if e and e["config"]]
+        if len(logged) > 1:
+            return None
+        return dict(logged[0]) if logged else {}
 
     @property
     def flat_config(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 from .. import aggregates, settings, states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
+from ..config import merge
 from ..edits import fold
 from ..monitoring.alerts import Alert, Alerter
 from ..monitoring.health import HealthMonitor, describe, warning
@@ -139,6 +140,7 @@ class Writer(threading.Thread):
         #: the long strings this process's tables stored (each is stored once, then referred to)
         self._shared = codec.SharedStrings()
         self._last_values: dict[str, Any] = {}
+        self._config: dict[str, Any] = {}  # the config records this process wrote, merged
         self._last_step: int | None = None
         #: each key's aggregates over what this process wrote (``tunetrack.aggregates``), stored in
         #: its end record so listings need not read the data; a rewind makes them a superset of the
@@ -419,6 +421,7 @@ class Writer(threading.Thread):
                 runner.submit("log_system", dict_rows)
 
     def _write_config(self, message: ConfigUpdate) -> None:
+        self._config = merge(self._config, message.config)
         record = codec.encode_config(message.time, message.config)
         self._store_op(lambda f: f.append(codec.pack(record)))
         for runner in self._runners:
@@ -536,6 +539,9 @@ class Writer(threading.Thread):
             }
             end["last"] = {"step": self._last_step, "values": values}
             end["aggregates"] = self._all_aggregates()
+            end["config"] = (
+                self._config
+            )  # what this process logged, merged: readers need not read its records
             if self._rewound:
                 end["rewound"] = True
             if self._store_op(lambda f: f.close(end)):

@@ -296,3 +296,31 @@ def report_html(root, run_id) -> str:
     from tunetrack.ui.report import render
 
     return render([open_run(run_id, dir=root)])
+
+
+def test_a_failed_run_carries_the_last_lines_of_its_console(root, tmp_path):
+    failed = run_script(
+        f"""
+        import os
+        from tunetrack import Tracker
+        t = Tracker(dir={str(root)!r}, system=False).start()
+        print("RUN", t.id, flush=True)
+        for i in range(30):
+            print(f"step {{i}}", flush=True)
+        os.write(2, b"CUDA out of memory. Tried to allocate 2.00 GiB\\n")
+        raise RuntimeError("boom")
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+        check=False,
+    )
+    run_id = failed.stdout.split()[1]
+    ok = Tracker(dir=root, system=False, name="fine").start()
+    ok.log({"loss": 1.0}, step=1)
+    ok.finish()
+    out = tmp_path / "r.html"
+    assert report(run_id, ok.id, "--dir", root, "-o", out).exit_code == 0
+    runs = {r["id"]: r for r in embedded(out.read_text())["runs"]}
+    lines = runs[run_id]["overview"]["last_lines"]
+    assert len(lines) == 20 and "RuntimeError: boom" in lines[-1]
+    assert any("CUDA out of memory" in line for line in lines) and any("step 29" in line for line in lines)
+    assert runs[ok.id]["overview"]["last_lines"] == []  # a run that finished shows none

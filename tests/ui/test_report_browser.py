@@ -219,3 +219,29 @@ def test_the_report_shows_a_table_of_samples(root, tmp_path, browser):
         page.locator("#samples-section").screenshot(path=str(ARTIFACTS / "report-samples.png"))
     finally:
         page.close()
+
+
+def test_a_failed_run_shows_the_last_lines_of_its_console(browser, root, tmp_path):
+    from helpers import run_script
+
+    failed = run_script(
+        f"""
+        from tunetrack import Tracker
+        t = Tracker(dir={str(root)!r}, system=False).start()
+        print("RUN", t.id, flush=True)
+        print("loading shard 3 of 4", flush=True)
+        raise RuntimeError("NCCL watchdog timeout")
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+        check=False,
+    )
+    run_id = failed.stdout.split()[1]
+    out = tmp_path / "failed.html"
+    assert CliRunner().invoke(cli, ["report", run_id, "--dir", str(root), "-o", str(out)]).exit_code == 0
+    page = browser.new_page()
+    page.goto(out.as_uri())
+    tail = page.locator("section.run pre.console-tail")
+    wait_until(lambda: tail.count() == 1)
+    text = tail.inner_text()
+    assert "loading shard 3 of 4" in text and text.rstrip().endswith("RuntimeError: NCCL watchdog timeout")
+    page.close()

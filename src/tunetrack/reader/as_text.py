@@ -199,11 +199,13 @@ def event_rows(events: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def run_text(run: Run) -> dict[str, Any]:
     """What a page shows of the run, worded (JSON-safe: strings only): ``facts``, the ``overview``'s
-    (label, text) rows; ``summary`` rows; ``events``."""
+    (label, text) rows; ``summary`` rows; ``events``; ``last_lines``, the console's last lines of a
+    run that failed, was killed or crashed (as ``tunetrack show`` prints them)."""
     return {
         "facts": [list(row) for row in overview(run)],
         "summary": summary_rows(run.summary()),
         "events": event_rows(run.events()),
+        "last_lines": last_lines(run),
     }
 
 

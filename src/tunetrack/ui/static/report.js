@@ -25,6 +25,10 @@ function overview() {
       table.appendChild(el("tbody")).append(...summaryRows(run.overview.summary));
     }
     if (run.error) section.appendChild(el("pre", run.error, "error"));
+    if (run.overview.last_lines.length) {  // a run that failed, was killed or crashed: what it printed last
+      section.appendChild(el("h3", "last lines of its console"));
+      section.appendChild(el("pre", run.overview.last_lines.join("\n"), "console-tail"));
+    }
   }
 }
 // The config keys whose values differ between the runs (config.diff, as `tunetrack diff` compares).

@@ -225,7 +225,7 @@ def seed(moto: Moto, prefix: str, runs: int) -> None:
     from tunetrack import Tracker
 
     url = f"s3://{BUCKET}/{prefix}"
-    with Tracker(dir=url, name="template", system=False) as t:
+    with Tracker(dir=url, name="template", system=False, config={"lr": 1e-4, "lora": {"r": 8}}) as t:
         for step in range(1, 101):
             t.log({"loss": 1.0 / step, "lr": 1e-4}, step=step)
     import obstore
@@ -262,10 +262,14 @@ def delete_compacts(moto: Moto, prefix: str) -> None:
             obstore.delete(store, meta["path"])
 
 
-def ls(url: str, env: dict[str, str]) -> tuple[float, int]:
+#: ``tunetrack ls --where`` as a sweep asks it: a config value and a metric aggregate of every run
+WHERE = ("--where", "config.lora.r >= 8 and loss:min < 0.5")
+
+
+def ls(url: str, env: dict[str, str], *extra: str) -> tuple[float, int]:
     began = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "tunetrack", "ls", "--dir", url, "--json"],
+        [sys.executable, "-m", "tunetrack", "ls", "--dir", url, "--json", *extra],
         env={**os.environ, "PYTHONPATH": str(SRC), **env},
         capture_output=True,
         text=True,
@@ -283,7 +287,7 @@ def bench_list(moto: Moto, work: Path, runs: int, reps: int) -> dict[str, Any]:
     seed(moto, prefix, runs)
     print(f"  seeded {runs} runs in {time.perf_counter() - began:.0f} s", file=sys.stderr)
     url = f"s3://{BUCKET}/{prefix}"
-    times: dict[str, list[float]] = {"first": [], "cold": [], "warm": []}
+    times: dict[str, list[float]] = {"first": [], "cold": [], "warm": [], "where": []}
     for rep in range(reps):
         delete_compacts(moto, prefix)
         cache = work / f"cache-ls-{rep}"
@@ -293,6 +297,9 @@ def bench_list(moto: Moto, work: Path, runs: int, reps: int) -> dict[str, Any]:
         times["first"].append(seconds)
         times["cold"].append(ls(url, {**env, "TUNETRACK_CACHE": str(work / f"cache-ls-{rep}-other")})[0])
         times["warm"].append(ls(url, env)[0])
+        seconds, count = ls(url, env, *WHERE)
+        assert count == runs, count  # every copy has r = 8 and reached 0.01
+        times["where"].append(seconds)
         print(
             f"  [ls {rep + 1}/{reps}] first {times['first'][-1]:.2f} s  cold {times['cold'][-1]:.2f} s  warm {times['warm'][-1]:.2f} s",
             file=sys.stderr,
@@ -320,9 +327,14 @@ def count_requests(moto: Moto, prefix: str, work: Path) -> dict[str, int]:
     with FaultProxy("127.0.0.1", moto.port) as proxy:
         env = {**moto.env(proxy.url)}
         delete_compacts(moto, prefix)
-        for name, cache in (("first", "count-a"), ("cold", "count-b"), ("warm", "count-b")):
+        for name, cache, extra in (
+            ("first", "count-a", ()),
+            ("cold", "count-b", ()),
+            ("warm", "count-b", ()),
+            ("where", "count-b", WHERE),
+        ):
             proxy.requests.clear()
-            ls(url, {**env, "TUNETRACK_CACHE": str(work / cache)})
+            ls(url, {**env, "TUNETRACK_CACHE": str(work / cache)}, *extra)
             out[name] = proxy.count()
     return out
 
@@ -463,6 +475,9 @@ def report(r: dict[str, Any]) -> None:
     req = lst["requests"]
     print(
         f"3. tunetrack ls, {lst['runs']:,} runs: first listing {lst['first_s']:.2f} s ({req['first']} requests), cold {lst['cold_s']:.2f} s ({req['cold']} requests; <= 3 s: {verdict(lst['cold_met'])}), warm {lst['warm_s']:.2f} s ({req['warm']} requests; <= 0.5 s: {verdict(lst['warm_met'])})"
+    )
+    print(
+        f"   ls --where '{WHERE[1]}', warm: {lst['where_s']:.2f} s ({req['where']} requests; <= 1 s: {verdict(lst['where_s'] <= 1.0)})"
     )
     api = lst["api"]
     print(

@@ -215,17 +215,17 @@ class Run:
         return out
 
     def _stored_config(self) -> dict[str, Any] | None:
-        """The config as the writers stored it in their end records (two small files a process, not
-        its records: what a sweep's dashboard reads of 1,000 runs), when every process ended with one
-        and at most one process logged any; else None: several processes' records merge in time
-        order, which only the records tell."""
-        ends = [p.end for p in self._processes]
-        if not ends or not all(isinstance(e, dict) and isinstance(e.get("config"), dict) for e in ends):
-            return None
-        logged = [e["config"] for e in ends if e and e["config"]]
-        if len(logged) > 1:
-            return None
-        return dict(logged[0]) if logged else {}
+        """The config as the writers stored it in their end records (an object store's index entries
+        hold them: no request; a folder's, two small files a process, not its records: what a
+        sweep's dashboard reads of 1,000 runs), when every process ended with one and at most one
+        process logged any; else None: several processes' records merge in time order, which only
+        the records tell."""
+        for procs in (self._listed, self._processes):
+            ends = [p.end for p in procs]
+            if ends and all(isinstance(e, dict) and isinstance(e.get("config"), dict) for e in ends):
+                logged = [e["config"] for e in ends if e and e["config"]]
+                return (dict(logged[0]) if logged else {}) if len(logged) <= 1 else None
+        return None
 
     @property
     def flat_config(self) -> dict[str, Any]:
@@ -397,9 +397,10 @@ class Run:
         running has reported nothing yet): ``dropped_rows`` (the writer could not keep up),
         ``dropped_values`` (of a type the store does not keep), ``lost_rows`` (the store could not
         write them), ``late_rows`` (logged after ``finish()``) and ``backend_missed/<name>`` (rows a
-        backend did not take). Counts of zero are left out."""
+        backend did not take). Counts of zero are left out. From the processes as listings see them
+        (an object store's index entries hold the end records: no request per run)."""
         out: dict[str, int] = {}
-        for p in self._processes:
+        for p in self._listed:
             end = p.end or {}
             counts = list((end.get("counters") or {}).items())
             counts += [

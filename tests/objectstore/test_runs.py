@@ -21,6 +21,7 @@ from helpers import SRC, free_port, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run
+from tunetrack.reader.where import select
 
 from .proxy import FaultProxy
 
@@ -200,7 +201,7 @@ def test_listing_costs_a_few_requests_and_a_second_look_downloads_nothing_old(
     url, proxy = s3_proxy
     ids = []
     for i in range(60):
-        with Tracker(dir=url, name=f"r{i}", system=False) as t:
+        with Tracker(dir=url, name=f"r{i}", system=False, config={"i": i}) as t:
             t.log({"loss": float(i)}, step=1)
         ids.append(t.id)
     proxy.requests.clear()
@@ -221,6 +222,13 @@ def test_listing_costs_a_few_requests_and_a_second_look_downloads_nothing_old(
     assert len(list_runs(dir=url)) == 60
     assert proxy.count() == 1, proxy.requests  # a second look: the next log record, not there
     assert first > proxy.count()
+    # a sweep's question (a config value, an aggregate) and ls --json's summary: the index entries
+    # hold the end records, which hold both: no request per run
+    proxy.requests.clear()
+    picked = select(list_runs(dir=url), "config.i >= 30 and loss:min >= 50", "loss:min:desc")
+    assert [r.name for r in picked] == [f"r{i}" for i in range(59, 49, -1)]
+    assert all(r.summary()["loss"]["min"] >= 50 for r in picked)
+    assert proxy.count() == 1, proxy.requests
     # a run's data: downloaded once
     run = open_run(ids[0], dir=url)
     assert run.series("loss").values.tolist() == [0.0]

@@ -220,8 +220,8 @@ class Run:
         sweep's dashboard reads of 1,000 runs), when every process ended with one and at most one
         process logged any; else None: several processes' records merge in time order, which only
         the records tell."""
-        for procs in (self._listed, self._processes):
-            ends = [p.end for p in procs]
+        for processes_of in (lambda: self._listed, lambda: self._processes):  # the files only if needed
+            ends = [p.end for p in processes_of()]
             if ends and all(isinstance(e, dict) and isinstance(e.get("config"), dict) for e in ends):
                 logged = [e["config"] for e in ends if e and e["config"]]
                 return (dict(logged[0]) if logged else {}) if len(logged) <= 1 else None

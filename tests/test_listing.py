@@ -151,3 +151,26 @@ def test_the_config_comes_from_the_end_records_not_the_data(root, monkeypatch):
     assert open_run(t.id, dir=root).config == expected[t.id]  # from its end records
     with pytest.raises(AssertionError, match="read the records"):  # two processes logged config:
         open_run(other.id, dir=root).config  # noqa: B018 - their records decide, in time order
+
+
+def test_a_fresh_dashboard_takes_the_kept_rows_of_runs_that_did_not_change(root):
+    a, b, c = ended(root, "a", 1.0), ended(root, "b", 2.0, state="failed"), ended(root, "c", 3.0)
+    age(root, a, b, c)
+    built = Catalog(root).rows(keys=["loss"])  # from the files: keeps its rows
+    assert (root / layout.ROWS).exists()
+    assert Catalog(root).rows(keys=["loss"]) == built  # a fresh catalog: from the kept rows
+    # the kept rows are what it shows: a run.json changed in place (its folder's time unchanged)
+    path = root / a / layout.RUN_JSON
+    path.write_text(json.dumps({**json.loads(path.read_text()), "name": "changed in place"}))
+    age(root, a)
+    assert [r["name"] for r in Catalog(root).rows()] == [r["name"] for r in built]
+    rename_run(b, "renamed", dir=root)  # an edit: that run's row is built again, the others kept
+    delete_runs([c], dir=root)
+    rows = {r["id"]: r for r in Catalog(root).rows(keys=["loss"])}
+    assert set(rows) == {a, b} and rows[b]["name"] == "renamed" and rows[b]["state"] == "failed"
+    assert rows[a]["summary"]["loss"]["min"] == 0.5
+    (root / layout.ROWS).write_bytes(b"\x00damaged")  # ignored: the rows are built from the listing
+    assert {r["id"]: r["name"] for r in Catalog(root).rows()} == {a: "a", b: "renamed"}
+    (root / layout.LISTING).unlink()  # without both, from the files
+    (root / layout.ROWS).unlink()
+    assert {r["id"]: r["name"] for r in Catalog(root).rows()} == {a: "changed in place", b: "renamed"}

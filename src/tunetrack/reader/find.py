@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
@@ -27,9 +28,10 @@ def run_exists(dir: str | os.PathLike[str] | None, run_id: str) -> bool:
     return store_at(dir).run(run_id) is not None
 
 
-def load(store: Store, run_id: str) -> Run | None:
-    """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run."""
-    folder = store.run(run_id)
+def load(store: Store, run_id: str, stamp: Any = None) -> Run | None:
+    """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run;
+    ``stamp``: what the store's ``entries()`` just gave for it."""
+    folder = store.run(run_id, stamp)
     data = folder.run_json() if folder is not None else None
     return Run(folder, data) if folder is not None and data is not None else None
 
@@ -39,7 +41,7 @@ def all_runs(store: Store) -> list[Run]:
     listing (``Run.listing_entry``): a folder of 10,000 runs is then one file and one directory."""
     entries = store.entries()
     with no_cyclic_gc():
-        runs = [run for run_id, _ in entries if (run := load(store, run_id)) is not None]
+        runs = [run for run_id, stamp in entries if (run := load(store, run_id, stamp)) is not None]
     keep(store, runs, {run_id for run_id, _ in entries})
     return runs
 

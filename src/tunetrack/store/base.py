@@ -138,8 +138,9 @@ class Store(Protocol):
         """Remove the run and everything of it the store keeps (nothing if there is no such run)."""
         ...
 
-    def run(self, run_id: str) -> RunFolder | None:
-        """The run ``run_id``, or None if the store holds no such run."""
+    def run(self, run_id: str, stamp: Any = None) -> RunFolder | None:
+        """The run ``run_id``, or None if the store holds no such run. ``stamp``: what ``entries()``
+        just gave for it, where the caller has it (a folder store then looks at the folder once)."""
         ...
 
     def entries(self) -> list[tuple[str, Any]]:
@@ -150,4 +151,12 @@ class Store(Protocol):
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
         """Keep what a reader read of ended runs for the next listing (``Run.listing_entry``), and
         forget runs not ``present``; a store with an index of its own ignores it."""
+        ...
+
+    def read_kept(self, name: str) -> Any:
+        """What a reader kept under ``name`` (``keep``), or None (a store that keeps nothing)."""
+        ...
+
+    def keep(self, name: str, data: Any) -> None:
+        """Keep ``data``, derived from the runs by a reader, for the next reader (best effort)."""
         ...

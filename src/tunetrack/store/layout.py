@@ -49,6 +49,8 @@ MEDIA_DIR = "media"
 JOBS_DIR = ".jobs"
 #: a folder store's listing of its ended runs, kept by readers (``local.LocalStore.keep_listed``)
 LISTING = ".listing.msgpack"
+#: the dashboard's runs table rows of ended runs, kept by it (``reader.catalog``)
+ROWS = ".rows.msgpack"
 DELETED_PREFIX = ".deleted-"  # a run folder being removed
 #: the tables a run keeps as Parquet beside its records (``reader/parquet.py``), each one file
 PARQUET_TABLES = ("metrics", "system", "params")

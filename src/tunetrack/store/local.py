@@ -337,14 +337,15 @@ class LocalStore:
     def run_dir(self, run_id: str) -> Path:
         return self.root / run_id
 
-    def run(self, run_id: str) -> LocalRun | None:
+    def run(self, run_id: str, stamp: Any = None) -> LocalRun | None:
         """The run ``run_id``, or None if the store holds no such run. An ended run that a listing
-        kept, whose folder has not changed since, is answered from the listing."""
+        kept, whose folder has not changed since (``stamp``: its mtime as ``entries()`` just saw it),
+        is answered from the listing."""
         if not run_id or "/" in run_id or run_id.startswith("."):
             return None
         path = self.root / run_id
         try:
-            mtime = path.stat().st_mtime_ns
+            mtime = stamp if isinstance(stamp, int) else path.stat().st_mtime_ns
         except OSError:
             return None
         listed = self.listing().get(run_id)
@@ -356,19 +357,16 @@ class LocalStore:
     def listing(self) -> dict[str, dict[str, Any]]:
         """What readers kept of the store's ended runs, by run id (``keep_listed``)."""
         if self._listing is None:
-            with no_cyclic_gc():
-                try:
-                    data = msgpack.unpackb((self.root / layout.LISTING).read_bytes(), strict_map_key=False)
-                except (OSError, ValueError, msgpack.UnpackException):
-                    data = None
+            data = self.read_kept(layout.LISTING)
             self._listing = data if isinstance(data, dict) else {}
         return self._listing
 
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
         """Keep what a reader read of ended runs (``kept``: run id -> its small files and the stamp
         they were read at), for the next reader: a listing of 10,000 ended runs then reads one file
-        and one directory instead of 30,000 files. Runs not ``present`` any more are dropped. Best
-        effort: a read-only or full disk only costs the next reader the files."""
+        and one directory instead of 30,000 files. Runs not ``present`` any more are dropped."""
+        if not kept and self._listing is None:
+            return  # nothing to add, nor read yet: the runs gone are dropped when something is
         listing = self.listing()
         gone = listing.keys() - present
         new = {k: v for k, v in kept.items() if listing.get(k) != v}
@@ -377,10 +375,24 @@ class LocalStore:
         for run_id in gone:
             del listing[run_id]
         listing.update(new)
-        path = self.root / layout.LISTING
+        self.keep(layout.LISTING, listing)
+
+    def read_kept(self, name: str) -> Any:
+        """What a reader kept under ``name`` (``keep``), or None."""
+        with no_cyclic_gc():
+            try:
+                return msgpack.unpackb((self.root / name).read_bytes(), strict_map_key=False)
+            except (OSError, ValueError, msgpack.UnpackException):
+                return None
+
+    def keep(self, name: str, data: Any) -> None:
+        """Keep ``data`` (what readers derived from the runs, for the next reader) in the file ``name``
+        at the store's root, replaced whole. Best effort: a read-only or full disk only costs the next
+        reader the work."""
+        path = self.root / name
         tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
-            tmp.write_bytes(msgpack.packb(listing, use_bin_type=True))
+            tmp.write_bytes(msgpack.packb(data, use_bin_type=True))
             os.replace(tmp, path)
         except (OSError, TypeError, ValueError):
             tmp.unlink(missing_ok=True)

@@ -209,7 +209,7 @@ class ObjectStore:
         return None
 
     # -- reading ---------------------------------------------------------------------------------
-    def run(self, run_id: str) -> RemoteRun | None:
+    def run(self, run_id: str, stamp: Any = None) -> RemoteRun | None:
         if not run_id or "/" in run_id or run_id.startswith("."):
             return None
         listed = self._index.get(run_id)
@@ -220,6 +220,13 @@ class ObjectStore:
 
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
         """The bucket's index already lists runs without reading them (``index``)."""
+
+    def read_kept(self, name: str) -> Any:
+        """Nothing is kept beside a bucket's runs: its index is what listings read."""
+        return None
+
+    def keep(self, name: str, data: Any) -> None:
+        """Nothing is kept beside a bucket's runs (``read_kept``)."""
 
     def entries(self) -> list[tuple[str, Any]]:
         """Every run with an index entry (``index.Listing``: a short LIST and a GET per live process

@@ -177,3 +177,41 @@ def _answers(url: str) -> str:
             return response.read().decode()
     except OSError:
         return ""
+
+
+def test_in_a_kernel_the_console_keeps_what_reaches_the_descriptors(root, monkeypatch):
+    """docs/console.md#notebooks: a cell's ``print`` goes to the kernel's socket (not captured, still
+    shown in the cell); C code, child processes and writes to fds 1 and 2 are captured, and still
+    reach the cell through the kernel's own forwarding of its descriptors."""
+    import nbclient
+    import nbformat
+
+    monkeypatch.setenv("PYTHONPATH", SRC)
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")  # ipykernel forwards its descriptors only outside pytest
+    cell = f"""
+import os, subprocess, sys
+from tunetrack import Tracker
+t = Tracker(dir={str(root)!r}, name="nb", system=False, console=True).start()
+print("a cell's print")
+os.write(1, b"written to fd 1\\n")
+os.write(2, b"written to fd 2\\n")
+subprocess.run([sys.executable, "-c", "print('a child process')"], check=True)
+from tunetrack.reader import open_run
+import time
+deadline = time.monotonic() + 30  # as a cell that trains on would: the recorder has it by now
+while "a child process" not in [l.text for l in open_run(t.id, dir={str(root)!r}).console()]:
+    assert time.monotonic() < deadline
+    time.sleep(0.05)
+t.finish()
+print("after finish")
+"""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    shown = "".join(o.get("text", "") for o in nb.cells[0].outputs if o.get("output_type") == "stream")
+    for text in ("a cell's print", "written to fd 1", "written to fd 2", "a child process", "after finish"):
+        assert text in shown, shown  # the cell shows what it showed without tunetrack
+    (run,) = list_runs(root)
+    lines = [(line.stream, line.text) for line in run.console()]
+    assert ("stdout", "written to fd 1") in lines and ("stderr", "written to fd 2") in lines
+    assert ("stdout", "a child process") in lines
+    assert all("a cell's print" not in text for _, text in lines)  # the kernel's stream: not fd 1

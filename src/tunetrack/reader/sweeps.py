@@ -8,9 +8,10 @@ Everything here reuses the one implementation of each idea: ``where`` reads fiel
 ``groups`` partitions and folds, ``aggregates`` (through the catalog's rows) says what last, min, max
 and best are. The browser only draws what this module computes.
 
-A run's config lives in its data, not in the small files the runs table is built from: ``Configs``
-reads each run's once and keeps it while the run's row is unchanged, and only a view that needs
-configs (an expression naming one, a group, the hyperparameters) asks for them.
+A run's config is not in the runs table's rows: an ended run's is in its processes' end records
+(``Run.config``: two small files a process; a live run's, or one written by an older version, in its
+data). ``Configs`` reads each run's once and keeps it while the run's row is unchanged, and only a
+view that needs configs (an expression naming one, a group, the hyperparameters) asks for them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 
 class Configs:
-    """Each run's flat config, read from its data once and kept while its row in the runs table shows
+    """Each run's flat config, read once (``Run.config``) and kept while its row in the runs table shows
     the same state, end and last step (a resumed run, the one way an ended run gains a config record,
     changes all three; a live run's is read again when it logs a new step). One per dashboard."""
 

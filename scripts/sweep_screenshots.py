@@ -47,10 +47,15 @@ def main() -> None:
             page.wait_for_selector("#runs tr.member")
             save(page.screenshot(), "sweeps-runs-grouped.png")
 
-            page.goto(f"{server.base}/?key=eval/loss:best&hp=eval/loss:best&brush=%5B%22config.lr%22%2C0.0002%2C0.002%5D")
+            page.goto(
+                f"{server.base}/?key=eval/loss:best&hp=eval/loss:best&brush=%5B%22config.lr%22%2C0.0002%2C0.002%5D"
+            )
             page.wait_for_selector("#parcoords path.line.dropped")
             page.wait_for_selector("#scatter .u-over")
-            save(page.screenshot(clip={"x": 0, "y": 0, "width": 1440, "height": 760}), "sweeps-hyperparameters.png")
+            save(
+                page.screenshot(clip={"x": 0, "y": 0, "width": 1440, "height": 760}),
+                "sweeps-hyperparameters.png",
+            )
 
             ids = ",".join(r.id for r in runs if r.config["lora"]["r"] == 16)
             page.goto(f"{server.base}/compare?ids={ids}&group=lr")

@@ -263,7 +263,13 @@ def objectstore(session: nox.Session) -> None:
     session.env["TUNETRACK_OBJECTSTORE_TESTS"] = "1"  # a missing package is an error, never a skip
     _chromium(session)
     session.install(
-        "-e", ".[test,s3,ui,query]", *OBJECTSTORE_TEST_PACKAGES, "polars", "playwright", "httpx", "tensorboard"
+        "-e",
+        ".[test,s3,ui,query]",
+        *OBJECTSTORE_TEST_PACKAGES,
+        "polars",
+        "playwright",
+        "httpx",
+        "tensorboard",
     )
     _pytest(session, "objectstore", "tests/objectstore")
     session.run("python", "benchmarks/objectstore_bench.py", "--quick")

@@ -257,8 +257,8 @@ OBJECTSTORE_TEST_PACKAGES = ["moto[s3]==5.2.5", "flask==3.1.3", "flask-cors==6.0
 @nox.session(python="3.11")
 def objectstore(session: nox.Session) -> None:
     """Runs in object storage: tests against moto's S3 server through the client that talks to AWS,
-    a fault proxy in front of it, fsspec's memory://, and the dashboard over a bucket in Chromium; then
-    benchmarks/objectstore_bench.py in quick mode, TensorBoard beside it (pytest arguments go after --)."""
+    a fault proxy in front of it, fsspec's memory://, and the dashboard over a bucket in Chromium
+    (pytest arguments go after --). benchmarks/objectstore_bench.py runs in this session's venv by hand."""
     _env(session)
     session.env["TUNETRACK_OBJECTSTORE_TESTS"] = "1"  # a missing package is an error, never a skip
     _chromium(session)
@@ -272,7 +272,6 @@ def objectstore(session: nox.Session) -> None:
         "tensorboard",
     )
     _pytest(session, "objectstore", "tests/objectstore")
-    session.run("python", "benchmarks/objectstore_bench.py", "--quick")
 
 
 #: the trackers the bridges mirror into and import from, each the real package its users install
@@ -299,7 +298,12 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """tunetrack against the real peer trackers, side by side in one run (quick mode unless args given)."""
+    """tunetrack against the real peer trackers, side by side in one run.
+
+    Without arguments (CI): a smoke run of run_all, every peer and workload, in quick mode with one
+    repetition (the suite must stay under an hour). Figures are measured by hand, with arguments
+    (``bash scripts/test -s bench -- --quick``, or ``-- --reps 5``): then run_all, system_overhead and
+    bridges_bench all run with them."""
     _env(session)
     session.install(TORCH)
     session.install(
@@ -314,11 +318,13 @@ def bench(session: nox.Session) -> None:
         "accelerate",
         "datasets",
     )
-    session.run("python", "benchmarks/run_all.py", *(session.posargs or ["--quick"]))
-    if (ROOT / "benchmarks" / "system_overhead.py").exists():
-        session.run("python", "benchmarks/system_overhead.py", *(session.posargs or ["--quick"]))
+    if not session.posargs:
+        session.run("python", "benchmarks/run_all.py", "--quick", "--reps", "1")
+        return
+    session.run("python", "benchmarks/run_all.py", *session.posargs)
+    session.run("python", "benchmarks/system_overhead.py", *session.posargs)
     # each tracker direct vs through tunetrack (the bridges); the backends' extras are installed above
-    session.run("python", "benchmarks/bridges_bench.py", *(session.posargs or ["--quick"]))
+    session.run("python", "benchmarks/bridges_bench.py", *session.posargs)
 
 
 #: the GPU machine's own interpreter: CUDA PyTorch, transformers, accelerate and the rest are already

@@ -331,3 +331,39 @@ def test_a_warm_listing_finds_new_runs_follows_live_ones_and_a_full_one_drops_de
     store.blobs.delete(key)
     monkeypatch.setattr(index, "FULL_EVERY", 0.0)
     assert {r.name for r in list_runs(dir=url)} == {"b", "late"}
+
+
+def test_samples_and_their_images_read_from_the_bucket_as_from_a_folder(s3_url: str, tmp_path: Path) -> None:
+    """Tables of samples (text, numbers, chat, an image) written to a bucket, read back by another
+    process's reader and by ``tunetrack samples --json``, as from a folder."""
+    from PIL import Image
+
+    image = Image.new("RGB", (4, 4), (200, 10, 10))
+    chat = [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]
+    with Tracker(dir=s3_url, name="grpo", system=False) as t:
+        for step in (1, 2):
+            t.log({"loss": 1.0 / step}, step=step)
+            rows = [
+                {
+                    "prompt": "p" * 300,
+                    "completion": f"c{step}-{i}",
+                    "reward": i / 2,
+                    "messages": chat,
+                    "plot": image,
+                }
+                for i in range(3)
+            ]
+            t.log_table("completions", rows, step=step)
+    run = open_run(t.id, dir=s3_url)
+    assert run.sample_index() == {"completions": {1: 3, 2: 3}}
+    got = run.samples("completions", step=2)
+    assert [(s["row"]["completion"], s["row"]["reward"], s["row"]["messages"]) for s in got] == [
+        (f"c2-{i}", i / 2, chat) for i in range(3)
+    ]
+    assert all(s["row"]["prompt"] == "p" * 300 for s in got)  # stored once, resolved on read
+    assert run.sample_tables("completions")[0].columns()["plot"] == "image"
+    path = got[0]["row"]["plot"]
+    assert run.read_media(path) is not None  # the image is in the bucket with the run
+    out = CliRunner().invoke(cli, ["samples", t.id, "completions", "--dir", s3_url, "--last", "--json"])
+    assert out.exit_code == 0, out.output
+    assert [r["row"]["completion"] for r in json.loads(out.output)] == ["c2-0", "c2-1", "c2-2"]

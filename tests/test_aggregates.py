@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import run_script
-from sweep import make_sweep
 from tunetrack import Tracker, aggregates
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
@@ -22,9 +21,8 @@ from tunetrack.reader.series import aggregate
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep") / "runs"
-    return root, make_sweep(root)
+def sweep(sweep_store):
+    return sweep_store
 
 
 def from_data(run) -> dict:

@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sweep import LRS, RANKS, make_sweep
+from sweep import LRS, RANKS
 from test_aggregates import truth
 from tunetrack.cli import cli
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep") / "runs"
-    return root, make_sweep(root)
+def sweep(sweep_store):
+    return sweep_store
 
 
 def compare(root, *args: str) -> dict:

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from sweep import make_sweep
 from test_aggregates import truth
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs
@@ -18,9 +17,8 @@ from tunetrack.reader.where import MISSING, WhereError, parse, select
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep") / "runs"
-    made = make_sweep(root)
+def sweep(sweep_store):
+    root, made = sweep_store
     listed = [r.id for r in list_runs(root)]  # newest first: the order --sort keeps for ties
     rows = []
     for run in sorted(made, key=lambda r: listed.index(r.id)):

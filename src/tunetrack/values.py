@@ -2,16 +2,19 @@
 the writer's.
 
 The caller's thread only makes sure a value cannot change after ``log()`` returns: immutable
-scalars pass untouched, tensors are cloned (an asynchronous copy on the tensor's own stream, so
-no GPU synchronisation happens on the training thread), nested dicts are flattened. Converting a
-clone to a Python number (``.item()``, which does synchronise) happens later, on the writer
-(``to_plain``). Arrays are not metrics: an adapter whose host logs them (Accelerate's DDPO) turns
+scalars pass untouched, nested dicts are flattened, and a CUDA tensor starts a non-blocking copy
+into pinned host memory followed by an event (``DeviceCopy``), so no GPU synchronisation happens on
+the training thread. The writer waits for that event by polling it, never by a synchronising call,
+so a run under ``torch.cuda.set_sync_debug_mode("error")`` keeps every value; only then does it
+read the number (``to_plain``). Tensors on other accelerators are cloned on their own stream and
+read with ``.item()`` on the writer. Arrays are not metrics: an adapter whose host logs them (Accelerate's DDPO) turns
 them into summary statistics first (``summarize_arrays``).
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -36,6 +39,29 @@ class Unsupported:
 def _is_tensor(value: object) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, torch.Tensor)
+
+
+class DeviceCopy:
+    """A CUDA value on its way to the host: the copy was queued on the tensor's stream after
+    everything that produced it (and before any in-place change the caller makes next), and ``done``
+    is recorded right behind it."""
+
+    __slots__ = ("host", "done")
+
+    def __init__(self, tensor: Any) -> None:
+        torch = sys.modules["torch"]
+        self.host = tensor.detach().reshape(()).to("cpu", non_blocking=True)  # pinned, asynchronous
+        self.done = torch.cuda.Event()
+        self.done.record(torch.cuda.current_stream(tensor.device))
+
+    def item(self) -> Any:
+        """The number, once the copy has landed. ``Event.query`` never synchronises the device, and
+        the writer thread is the one that waits (a few ms at most behind the training step)."""
+        delay = 0.0001
+        while not self.done.query():
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+        return self.host.item()  # a host tensor: no device involved
 
 
 def _is_numpy(value: object, kind: str) -> bool:
@@ -65,6 +91,8 @@ def snapshot_value(value: Any) -> Any:
             return Unsupported(value)
         if value.device.type == "cpu":
             return value.detach().reshape(()).item()
+        if value.device.type == "cuda":
+            return DeviceCopy(value)
         return value.detach().reshape(()).clone()
     if _is_numpy(value, "generic"):
         FAST_TYPES.add(type(value))
@@ -161,7 +189,7 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Unsupported):
         return DROP
     try:
-        item = value.item()  # NumPy scalars and tensor clones; a CUDA clone synchronises here.
+        item = value.item()  # NumPy scalars, DeviceCopy, other devices' clones (which synchronise)
     except Exception:
         return DROP
     return to_plain(item) if type(item) in PLAIN_TYPES and item is not None else DROP

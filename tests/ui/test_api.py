@@ -4,12 +4,14 @@ and the safety rules (token, escaping is the page's job, no path traversal, no b
 from __future__ import annotations
 
 import math
+import os
+import time
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import wait_until
+from helpers import seed_two_runs, wait_until
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import m4, open_run
 from tunetrack.ui.app import create_app
@@ -439,3 +441,20 @@ def test_the_run_is_worded_as_tunetrack_show_words_it(root):
     assert (event["kind"], event["details"]) == ("health", "key=loss, value=nan")
     assert any(line.startswith("1 │ health │") and line.endswith("key=loss, value=nan") for line in lines)
     assert run["flat_config"] == {"lr": "0.0003"} and "lr │ 0.0003" in lines
+
+
+def test_a_fresh_dashboard_builds_its_runs_table_before_a_browser_asks(root, server_factory):
+    """``tunetrack ui`` refreshes its runs table on a thread as it starts (``ui.app.warm``), so the
+    first page finds the table and its default listing built (at 10,000 runs, most of the first
+    screen's wait). Seen from outside: the rows kept for the next dashboard are written with no
+    request for them, and the first listing holds every run."""
+    ids = seed_two_runs(root)
+    past = time.time() - 60  # settled folders: a stamp from the last second is not kept
+    for run_id in ids:
+        os.utime(root / run_id, (past, past))
+    server = server_factory(root)  # it waits for a static file only
+    wait_until(lambda: (root / ".rows.msgpack").exists())
+    import httpx
+
+    listed = httpx.get(server.base + "/api/runs", timeout=30).json()
+    assert sorted(r["id"] for r in listed) == sorted(ids)

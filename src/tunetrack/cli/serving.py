@@ -73,7 +73,7 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None) -> None
     try:
         import uvicorn
 
-        from ..ui.app import create_app
+        from ..ui.app import create_app, warm
     except ImportError:
         raise click.ClickException("the dashboard needs its extra: pip install 'tunetrack[ui]'") from None
     import secrets
@@ -87,4 +87,6 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None) -> None
         + (f"?token={token}" if token else "")
         + "  (Ctrl-C stops)"
     )
-    uvicorn.run(create_app(dir, token), host=host, port=port, log_level="warning")
+    app = create_app(dir, token)
+    warm(app)  # the runs table is built while the server starts and the browser opens
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -41,6 +41,7 @@ class Catalog:
         #: one row per run; small, so every run of the store fits
         self._rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
         self._version = 0
+        self._keys: tuple[int, list[str]] = (-1, [])  # the version they are of, the keys
         self._refreshed_from = -math.inf  # when the last refresh began
         self._lock = threading.Lock()
         self._table_lock = threading.Lock()
@@ -100,9 +101,16 @@ class Catalog:
         return sorted(out, key=lambda row: row["created"], reverse=True)
 
     def keys(self) -> list[str]:
-        """Every metric key some run of the table has a last value of, sorted."""
-        self.refresh()
-        return sorted({key for _, _, row in self._rows.values() for key in row["last"]})
+        """Every metric key some run of the table has a last value of, sorted: worked out once per
+        version of the table (a page asks for them with its rows, and every poll after)."""
+        version = self.refresh()
+        with self._table_lock:
+            if self._keys[0] != version:
+                self._keys = (
+                    version,
+                    sorted({key for _, _, row in self._rows.values() for key in row["last"]}),
+                )
+            return list(self._keys[1])
 
     def refresh(self) -> int:
         """Bring the runs table up to date with the store, and return its version: a number that

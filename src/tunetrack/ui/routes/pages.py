@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from html import escape
 from urllib.parse import urlencode
@@ -9,6 +10,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from ...metric_keys import LOSS_LIKE
 from .. import assets
 
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
@@ -40,7 +42,9 @@ def router(uplot_tag: str | None) -> APIRouter:
         "<!--uplot.js-->": f'<script defer src="/static/vendor/uplot-{uplot_tag}.min.js"></script>',
     }
     for path, name in PAGES.items():
-        html = (assets.STATIC / name).read_text()
+        # the runs table's default columns are the loss-like keys its runs have, in this order: the
+        # page picks them from its rows (``metric_keys.loss_columns``) rather than wait for /api/keys
+        html = (assets.STATIC / name).read_text().replace("<!--loss-like-->", escape(json.dumps(LOSS_LIKE)))
         for placeholder, link in links.items():
             html = html.replace(placeholder, link if uplot_tag is not None else "")
         pages.add_api_route(path, _page(html))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -79,14 +80,42 @@ def runs(
     headers = {"ETag": f'"{listings.boot}-{version}"', "Cache-Control": "no-cache"}
     if request.headers.get("if-none-match") == headers["ETag"]:
         return Response(status_code=304, headers=headers)
-    query = request.url.query
+    shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
+    body = listing(listings, catalog, version, request.url.query, project, state, shown_keys)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def listing(
+    listings: Listings,
+    catalog: Catalog,
+    version: int,
+    query: str,
+    project: str | None,
+    state: str | None,
+    keys: Sequence[str],
+) -> bytes:
+    """The body of ``GET /api/runs?{query}`` for the table's ``version``: kept, or built and kept."""
     body = listings.get(query, version)
     if body is None:
-        shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
-        rows = catalog.rows(project=project, state=state, keys=shown_keys, refresh=False)
+        rows = catalog.rows(project=project, state=state, keys=keys, refresh=False)
         body = ROWS.dump_json(rows)
         listings.keep(query, version, body)
-    return Response(body, media_type="application/json", headers=headers)
+    return body
+
+
+def warm(catalog: Catalog, listings: Listings) -> None:
+    """What a browser's first look at the dashboard asks for, made before it asks: the runs table
+    brought up to date (at 10,000 runs, reading the rows the last dashboard kept and a look at every
+    run folder), the body of the default listing (``GET /api/runs``, the loss-like keys) and the
+    metric keys. ``tunetrack ui`` runs it on a thread as it starts; a request that comes first waits
+    for the same refresh instead of doing its own. A store that cannot be read is said by the
+    requests, not here."""
+    try:
+        version = catalog.refresh()
+        listing(listings, catalog, version, "", None, None, LOSS_LIKE)
+        catalog.keys()
+    except Exception:  # noqa: BLE001 - the page's requests meet the same error and show it
+        return
 
 
 def metric_key(spec: str) -> str:

@@ -15,8 +15,9 @@ import { drawParameters } from "./sweep.js";
 const OVERSCAN = 10;  // rows drawn beyond each edge of the screen: a quick scroll shows no blank
 const AGGS = ["last", "min", "max", "best"];
 const url = new URLSearchParams(location.search);
-// A column: {spec, key, agg}; without any in the URL, the loss-like keys the runs have (the server says which).
+// A column: {spec, key, agg}; without any in the URL, the loss-like keys the runs have (picked from the first rows).
 let columns = url.has("key") ? url.getAll("key").filter(Boolean).map(column) : null;
+const LOSS_LIKE = JSON.parse(document.body.dataset.lossLike);  // metric_keys.LOSS_LIKE, in the page
 let runs = [], items = [];  // every run as the API gave it; the rows shown (runs, or groups and their runs)
 let [sortKey, sortDir] = parseSort(url.get("sort") || "created:desc");
 let groupBy = url.get("group") || "", groups = null, groupError = "";  // the server's groups, for groupBy
@@ -217,7 +218,7 @@ function setColumns(chosen) {
   drawHead();
   listKeys();
   if (groupBy) refresh();  // the groups' stats of these columns
-  if (columns.map(c => c.key).join("\n") !== before) { shownJson = ""; load(); }  // the rows again, with these keys
+  if (columns.map(c => c.key).join("\n") !== before) { shownTag = null; load(); }  // the rows again, with these keys
   else update();
 }
 function setSort(key, dir) {
@@ -260,16 +261,31 @@ async function refresh() {
   if (query.get("where") !== hpWhere || !hpData) loadParameters();  // other runs: other axes
   else drawParameters(hpData, { kept: whereIds, brushes, onBrush });  // a brush: the same lines, greyed anew
 }
-let shownJson = "";
-async function load(request = api(`/api/runs${listingQuery()}`)) {
+// The listing's ETag names the server's version of the table: the same tag, the same rows, so a poll
+// of 10,000 unchanged runs parses nothing (the browser revalidates it with If-None-Match: a 304).
+let shownTag = null;
+const listing = () => fetch(`/api/runs${listingQuery()}`, { credentials: "same-origin" });
+async function load(request = listing()) {
   try {
-    const fresh = await request;
-    const json = JSON.stringify(fresh);
-    if (json === shownJson && !runs.some(r => r.state === "running")) return;  // nothing changed: keep the DOM
-    const changed = shownJson !== "" && json !== shownJson;
-    shownJson = json;
+    const response = await request;
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({}));
+      throw new Error(body.detail || response.statusText);
+    }
+    const tag = response.headers.get("etag");
+    if (tag && tag === shownTag) {  // nothing changed: keep the DOM (a running run's duration still ticks)
+      if (runs.some(r => r.state === "running")) update();
+      return;
+    }
+    const changed = shownTag !== null;
+    const fresh = await response.json();
+    shownTag = tag;
     for (const r of fresh) r.haystack = [r.name, r.project, r.state, ...(r.tags || [])].join(" ").toLowerCase();
     runs = fresh;
+    if (!columns) {  // none in the URL: the loss-like keys the runs have (the listing's default keys), training first
+      columns = LOSS_LIKE.filter(k => runs.some(r => r.last && k in r.last)).map(column);
+      drawHead();
+    }
     if (changed && (whereIds || groupBy)) refresh();  // new runs or values: what the server picks may change
     else update();
   } catch (e) { document.getElementById("status").textContent = `cannot list runs: ${e.message}`; }
@@ -334,21 +350,15 @@ async function configKeys() {  // the group keys to choose from: what varies fir
   } catch { /* the box still takes keys typed in */ }
 }
 async function start() {
-  const rows = api(`/api/runs${listingQuery()}`);  // the URL the page preloads
+  const rows = listing();  // the URL the page preloads
   rows.catch(() => {});  // reported by load()
-  try {
-    const keys = await api("/api/keys");
-    metricKeys = keys.keys;
-    columns ??= keys.default.map(column);
-  } catch (e) {
-    columns ??= [];
-    document.getElementById("status").textContent = `cannot list the metric keys: ${e.message}`;
-  }
+  // the keys a column can be added for: the rows do not wait for them (the default columns come from the rows)
+  api("/api/keys").then(keys => { metricKeys = keys.keys; listKeys(); })
+    .catch(e => { document.getElementById("status").textContent = `cannot list the metric keys: ${e.message}`; });
   document.getElementById("hp-metric").value = url.get("hp") || "";
-  drawHead();
-  listKeys();
   drawBrushes();
   await load(rows);
+  if (!columns) { columns = []; drawHead(); }  // no rows could be listed
   if (isExpression(search.value) || brushes.length || groupBy) await refresh();
   if (hpShown) showParameters(true);
   setInterval(() => load(), 3000);  // live states

@@ -12,6 +12,7 @@ import pytest
 from helpers import run_script, spawn_script, wait_until
 from tunetrack.jsonfile import read_json
 from tunetrack.reader import list_runs, open_run
+from tunetrack.reader.as_text import facts
 from tunetrack.store.framing import frame
 
 LOGGER = """
@@ -57,9 +58,32 @@ def test_sigkill_keeps_everything_flushed_and_reads_crashed(root, tmp_path):
         run = open_run(run_id, dir=root)
         steps = run.series("loss").steps.tolist()
     assert run.state == "crashed"  # same host, pid gone: no need to wait for a stale heartbeat
+    assert dict(facts(run))["not kept"].startswith("unknown: the process died")  # never "nothing"
     assert steps == list(range(1, len(steps) + 1))
     assert len(steps) >= reached_before
     assert any("torn" in str(w.message) for w in caught)
+
+
+def test_a_tracker_dropped_without_finish_keeps_its_rows_and_ends_with_the_process(root):
+    """A script that drops a started Tracker (reassigned in a loop of trials, ``del``) before its rows
+    reached the store: the run still gets every row and ends ``finished`` when the script exits 0,
+    like one it kept."""
+    run_script(
+        """
+        import sys
+        from tunetrack import Tracker
+        for trial in range(3):
+            t = Tracker(dir=sys.argv[1], name=f"trial{trial}", system=False).start()
+            for step in range(1, 41):
+                t.log({"loss": 1.0 / step}, step=step)
+        del t
+    """,
+        str(root),
+    )
+    for trial in range(3):
+        run = open_run(f"trial{trial}", dir=root)
+        assert (run.state, run.last_step) == ("finished", 40)
+        assert run.series("loss").steps.tolist() == list(range(1, 41))
 
 
 def test_stale_heartbeat_reads_crashed(root, monkeypatch):

@@ -135,6 +135,8 @@ def not_kept(run: Run) -> str:
         return "; ".join(parts)
     if run.state == states.RUNNING:
         return "nothing so far (counted as the run ends)"
+    if run.state == states.CRASHED:  # no end record: nobody counted, and what was queued is gone
+        return "unknown: the process died without recording its end (rows still queued then are lost)"
     return "nothing: every row logged was stored"
 
 

@@ -33,7 +33,10 @@ class LiveRun(Protocol):
         ...
 
 
-_live: weakref.WeakSet[LiveRun] = weakref.WeakSet()
+#: runs recording, held (not weakly): a run whose Tracker the script dropped without ``finish()``
+#: (reassigned in a loop, a notebook cell run again) keeps recording and still ends with the process,
+#: with every row it was given; a weak reference let it vanish with its queued rows and read crashed
+_live: set[LiveRun] = set()
 _finishing: weakref.WeakSet[LiveRun] = weakref.WeakSet()
 _lock = threading.Lock()
 _installed = False

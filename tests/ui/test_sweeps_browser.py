@@ -170,6 +170,8 @@ def test_the_tables_choices_survive_a_reload(sweep, server, page):
 
     page.reload()
     page.wait_for_selector("#runs tr.group")
+    heads = [th.get_attribute("data-sort") for th in page.query_selector_all("#runs th.metric")]
+    assert heads == ["eval/loss:last", "eval/loss:best"]  # the URL's columns, with their heads
     assert groups() == shown  # sorted by the mean of the best, as before:
     assert [tr.get_attribute("data-group") for tr in page.query_selector_all("#runs tr.group")] == ordered
     assert page.input_value("#search") == "config.lora.r >= 16 and state = 'finished'"

@@ -356,6 +356,7 @@ async function start() {
   api("/api/keys").then(keys => { metricKeys = keys.keys; listKeys(); })
     .catch(e => { document.getElementById("status").textContent = `cannot list the metric keys: ${e.message}`; });
   document.getElementById("hp-metric").value = url.get("hp") || "";
+  if (columns) drawHead();  // the URL's; else load() picks them from the rows and draws them
   drawBrushes();
   await load(rows);
   if (!columns) { columns = []; drawHead(); }  // no rows could be listed

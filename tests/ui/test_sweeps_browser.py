@@ -180,3 +180,22 @@ def test_the_tables_choices_survive_a_reload(sweep, server, page):
     members = [r for r in chosen if f"lr={r.config['lr']!r}" == ordered[0]]
     wait_until(lambda: _rows(page) == [r.id for r in sorted(members, key=best)])
     assert page.dialogs == []
+
+
+def test_a_run_without_a_config_key_still_reaches_the_metric_axis(tmp_path, server_factory, page):
+    """A config key only some runs have (``lora.dropout``): the others cross its axis at a "none"
+    spot under it, so every run's line goes on to the metric axis instead of stopping there."""
+    from tunetrack import Tracker
+
+    for i, config in enumerate([{"lr": 1e-4, "dropout": 0.1}, {"lr": 3e-4}, {"lr": 1e-3, "dropout": 0.2}]):
+        with Tracker(dir=tmp_path, name=f"r{i}", config=config, system=False) as t:
+            t.log({"loss": 1.0 + i}, step=1)
+    server = server_factory(tmp_path)
+    page.goto(f"{server.base}/?hp=loss:last")
+    page.wait_for_selector("#parcoords path.line", state="attached")  # a level line has no height
+    axes = [g.get_attribute("data-key") for g in page.query_selector_all("#parcoords g.axis")]
+    assert axes == ["config.lr", "config.dropout", "loss:last"]
+    points = [p.get_attribute("d").count("L") + 1 for p in page.query_selector_all("#parcoords path.line")]
+    assert points == [3, 3, 3]  # each line crosses every axis, the metric's last
+    nones = [g.get_attribute("data-key") for g in page.query_selector_all("#parcoords g.axis:has(text.none)")]
+    assert nones == ["config.dropout"]

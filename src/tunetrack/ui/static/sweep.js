@@ -11,7 +11,10 @@ import { chartsReady, el, fmtNum, row } from "./common.js";
 // brush keeps (GET /api/select, the same fields as --where), filters the table by them, and here
 // draws the lines of the others grey.
 const SVG = "http://www.w3.org/2000/svg";
-const HEIGHT = 300, TOP = 44, BOTTOM = 28, SIDE = 70;
+const HEIGHT = 300, TOP = 44, BOTTOM = 40, SIDE = 70;
+// Where a run without a value on an axis (a config key only some runs have, a metric a run never
+// logged) crosses it: a "none" spot under the axis, so its line still reaches the metric.
+const NONE = -0.1;
 const chartsLoading = chartsReady();
 chartsLoading.catch(() => {});
 
@@ -67,12 +70,7 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
   const lines = svg("g", { class: "lines" });
   const order = [...data.runs].sort((a, b) => (kept ? kept.has(a.id) - kept.has(b.id) : 0));  // the kept on top
   for (const run of order) {
-    let d = "", pen = "M";
-    run.values.forEach((v, i) => {
-      if (v === null || v === undefined) { pen = "M"; return; }
-      d += `${pen}${x(i).toFixed(1)},${y(scales[i].at(v)).toFixed(1)}`;
-      pen = "L";
-    });
+    const d = run.values.map((v, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(v == null ? NONE : scales[i].at(v)).toFixed(1)}`).join("");
     const on = !kept || kept.has(run.id), result = run.values[n - 1];
     const path = svg("path", {
       d, class: on ? "line kept" : "line dropped", fill: "none", "stroke-width": on ? 1.5 : 1,
@@ -94,6 +92,9 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
     if (scales[i].log) g.appendChild(svg("text", { x: x(i), y: 30, "text-anchor": "middle", class: "axis-note" }, "log"));
     for (const [t, label] of scales[i].ticks) {
       g.appendChild(svg("text", { x: x(i) - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, label));
+    }
+    if (data.runs.some(r => r.values[i] == null)) {
+      g.appendChild(svg("text", { x: x(i) - 6, y: y(NONE) + 4, "text-anchor": "end", class: "tick none" }, "none"));
     }
     const range = brushed.get(axis.key);
     if (range) {

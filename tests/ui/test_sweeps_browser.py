@@ -199,3 +199,9 @@ def test_a_run_without_a_config_key_still_reaches_the_metric_axis(tmp_path, serv
     assert points == [3, 3, 3]  # each line crosses every axis, the metric's last
     nones = [g.get_attribute("data-key") for g in page.query_selector_all("#parcoords g.axis:has(text.none)")]
     assert nones == ["config.dropout"]
+
+    # a sort by an aggregate no column shows (a link in ls --sort's spelling) still sorts
+    page.goto(f"{server.base}/?sort=loss:max")  # the column shows loss:last; ascending, not newest first
+    wait_until(lambda: len(_rows(page)) == 3)
+    names = [page.inner_text(f"#runs tr[data-run='{run}'] td:nth-child(3)") for run in _rows(page)]
+    assert names == ["r0", "r1", "r2"]

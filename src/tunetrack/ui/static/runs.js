@@ -70,8 +70,8 @@ function metricValue(r, c) {
 }
 function sortValue(r, key) {
   if (key === "duration") return (r.ended || Date.now() / 1000) - r.created;
-  const c = columns.find(c => c.spec === key);
-  return c ? metricValue(r, c) : r[key];
+  if (key in r) return r[key];
+  return metricValue(r, columns.find(c => c.spec === key) || column(key));  // a metric not shown: as --sort takes it
 }
 function compare(va, vb) {  // missing values go last, whichever the direction (as --sort and pandas)
   if (va == null || vb == null) return (va == null) - (vb == null);

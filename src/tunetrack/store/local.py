@@ -135,10 +135,18 @@ class LocalRun:
     run.json, its processes' metadata and end records, its edits), which then answer without reading
     the run's files."""
 
-    def __init__(self, path: Path, stamp: int | None = None, listed: dict[str, Any] | None = None) -> None:
-        self.path = path
+    def __init__(
+        self, path: Path | str, stamp: int | None = None, listed: dict[str, Any] | None = None
+    ) -> None:
+        self._path = path  # a str until asked for: a listing of 10,000 listed runs asks for few paths
         self.stamp = stamp
         self.listed = listed
+
+    @property
+    def path(self) -> Path:
+        if isinstance(self._path, str):
+            self._path = Path(self._path)
+        return self._path
 
     def __str__(self) -> str:
         return str(self.path)
@@ -254,6 +262,7 @@ class LocalStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root_text = str(root)
         self._listing: dict[str, dict[str, Any]] | None = None
 
     def __str__(self) -> str:
@@ -343,16 +352,16 @@ class LocalStore:
         is answered from the listing."""
         if not run_id or "/" in run_id or run_id.startswith("."):
             return None
-        path = self.root / run_id
+        path = os.path.join(self._root_text, run_id)
         try:
-            mtime = stamp if isinstance(stamp, int) else path.stat().st_mtime_ns
+            mtime = stamp if isinstance(stamp, int) else os.stat(path).st_mtime_ns
         except OSError:
             return None
         listed = self.listing().get(run_id)
         if listed is not None and listed.get("stamp") == mtime:
             return LocalRun(path, mtime, listed)
         stamp = mtime if time.time_ns() - mtime > SETTLE_NS else None
-        return LocalRun(path, stamp) if (path / layout.RUN_JSON).is_file() else None
+        return LocalRun(path, stamp) if os.path.isfile(os.path.join(path, layout.RUN_JSON)) else None
 
     def listing(self) -> dict[str, dict[str, Any]]:
         """What readers kept of the store's ended runs, by run id (``keep_listed``)."""

@@ -103,7 +103,7 @@ class Catalog:
     def keys(self) -> list[str]:
         """Every metric key some run of the table has a last value of, sorted: worked out once per
         version of the table (a page asks for them with its rows, and every poll after)."""
-        version = self.refresh()
+        version = self.refresh(share=True)
         with self._table_lock:
             if self._keys[0] != version:
                 self._keys = (
@@ -112,7 +112,7 @@ class Catalog:
                 )
             return list(self._keys[1])
 
-    def refresh(self) -> int:
+    def refresh(self, share: bool = False) -> int:
         """Bring the runs table up to date with the store, and return its version: a number that
         changes whenever a row does, so a reader can tell that nothing changed without building the
         rows (the dashboard answers a browser's poll of 10,000 runs with a 304).
@@ -129,8 +129,10 @@ class Catalog:
 
         One refresh at a time, and callers that wait share one: a refresh that began after a caller
         asked is as recent as its own would be (a page's requests for the rows and for the keys, or
-        many browsers' polls, cost one listing)."""
-        asked = time.monotonic()
+        many browsers' polls, cost one listing). ``share``: a refresh under way when the caller asks
+        will do (the key picker's list, asked for beside the rows, need not wait for a second look at
+        10,000 folders)."""
+        asked = -math.inf if share and self._table_lock.locked() else time.monotonic()
         with self._table_lock, no_cyclic_gc():
             if self._refreshed_from >= asked:
                 return self._version

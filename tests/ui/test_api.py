@@ -281,6 +281,7 @@ def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
         assert c.get("/api/keys").json() == {
             "keys": ["lr", "reward", "train/loss"],
             "default": ["train/loss"],
+            "lower": ["train/loss"],
         }
         page = c.get("/", params={"key": ["reward", "a&b"]}).text  # preloads what its script asks for
         assert '<link rel="preload" href="/api/runs?key=reward&amp;key=a%26b" as="fetch"' in page
@@ -458,3 +459,27 @@ def test_a_fresh_dashboard_builds_its_runs_table_before_a_browser_asks(root, ser
 
     listed = httpx.get(server.base + "/api/runs", timeout=30).json()
     assert sorted(r["id"] for r in listed) == sorted(ids)
+
+
+def test_best_is_the_usual_way_unless_the_request_turns_a_key_round(root):
+    """``best=KEY:min|max`` (as ``tunetrack ls --best``) in the listing, the selection and the groups:
+    a reward's best is its max, and its min where asked; /api/keys says which keys are minimized."""
+    t = Tracker(dir=root, name="r", project="p", system=False, config={"lr": 0.1}).start()
+    for step, (reward, loss) in enumerate([(1.0, 3.0), (3.0, 1.0), (2.0, 2.0)], start=1):
+        t.log({"reward": reward, "loss": loss}, step=step)
+    t.finish()
+    with client(root) as c:
+        (row,) = c.get("/api/runs", params={"key": ["reward:best", "loss"]}).json()
+        assert (row["summary"]["reward"]["best"], row["summary"]["reward"]["best_step"]) == (3.0, 2)
+        assert row["summary"]["loss"]["best"] == 1.0
+        turned = {"key": ["reward:best"], "best": ["reward:min"]}
+        (row,) = c.get("/api/runs", params=turned).json()
+        assert (row["summary"]["reward"]["best"], row["summary"]["reward"]["best_step"]) == (1.0, 1)
+        assert c.get("/api/select", params={"where": "reward:best < 2", **turned}).json()["ids"] == [t.id]
+        assert c.get("/api/select", params={"where": "reward:best < 2"}).json()["ids"] == []
+        (group,) = c.get("/api/groups", params={"by": "lr", **turned}).json()["groups"]
+        assert group["stats"]["reward:best"]["mean"] == 1.0
+        bad = c.get("/api/runs", params={"best": "reward:up"})
+        assert bad.status_code == 422 and bad.json()["detail"] == "best of 'reward' must be min or max, not 'up'"
+        keys = c.get("/api/keys").json()
+        assert "loss" in keys["lower"] and "reward" not in keys["lower"]

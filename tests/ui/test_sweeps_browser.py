@@ -205,3 +205,29 @@ def test_a_run_without_a_config_key_still_reaches_the_metric_axis(tmp_path, serv
     wait_until(lambda: len(_rows(page)) == 3)
     names = [page.inner_text(f"#runs tr[data-run='{run}'] td:nth-child(3)") for run in _rows(page)]
     assert names == ["r0", "r1", "r2"]
+
+
+def test_which_way_is_best_turns_round_per_key_and_stays_in_the_url(sweep, server, page):
+    """A reward's best is its max (↑); the head's arrow turns it to the min for that key: the cells,
+    the URL (``best=reward:min``, as ``ls --best``) and, after a reload, the page agree."""
+    _, runs = sweep
+    page.goto(f"{server.base}/?key=reward:best&sort=created:desc")
+    way = "#runs th[data-sort='reward:best'] .way"
+    wait_until(lambda: page.inner_text(way) == "↑")
+    newest = max((r for r in runs if "reward" in r.points), key=lambda r: runs.index(r))
+
+    def shown() -> float:
+        return float(page.inner_text(f"#runs tr[data-run='{newest.id}'] td:last-child"))
+
+    values = [v for _, v in newest.points["reward"]]
+    wait_until(lambda: shown() == pytest.approx(max(values), abs=1e-4))
+    page.click(way)
+    wait_until(lambda: page.inner_text(way) == "↓")
+    wait_until(lambda: shown() == pytest.approx(min(values), abs=1e-4))
+    assert parse_qs(urlsplit(page.url).query)["best"] == ["reward:min"]
+    page.reload()
+    wait_until(lambda: page.inner_text(way) == "↓")
+    wait_until(lambda: shown() == pytest.approx(min(values), abs=1e-4))
+    page.click(way)  # back to the usual way: nothing left in the URL
+    wait_until(lambda: "best" not in parse_qs(urlsplit(page.url).query))
+    wait_until(lambda: shown() == pytest.approx(max(values), abs=1e-4))

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import aggregates
@@ -77,20 +77,23 @@ class Catalog:
         keys: Sequence[str] = LOSS_LIKE,
         *,
         refresh: bool = True,
+        best: Mapping[str, bool] | None = None,
     ) -> list[dict[str, Any]]:
         """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
         the run has a last value of, its ``summary`` each of their aggregates: last, min, max, best
         and its step, ``Run.summary``'s). ``refresh=False``: as the last ``refresh()`` left it, for a
-        caller that has just refreshed it to read its version."""
+        caller that has just refreshed it to read its version. ``best``: what "best" is per key where
+        not ``metric_keys.minimized``'s choice (``{"kl": True}``: lower is better), as ``--best``."""
         if refresh:
             self.refresh()
+        lower = best or {}
         with no_cyclic_gc():
             out = [
                 {
                     **{k: v for k, v in row.items() if k != "aggregates"},
                     "last": {k: row["last"][k] for k in keys if k in row["last"]},
                     "summary": {
-                        k: aggregates.summary(agg, minimized(k))
+                        k: aggregates.summary(agg, lower.get(k, minimized(k)))
                         for k in keys
                         if (agg := row["aggregates"].get(k)) is not None
                     },

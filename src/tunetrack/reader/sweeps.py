@@ -134,15 +134,17 @@ def select(
     fields: Sequence[str] = (),
     project: str | None = None,
     state: str | None = None,
+    best: Mapping[str, bool] | None = None,
 ) -> Selection:
     """The rows of ``project`` (and ``state``) that ``where`` and every brush pick, newest first,
     holding the summaries of the metrics that ``where``, the brushes and ``fields`` (column specs,
-    ``KEY[:AGG]``) name. A bad expression or brush is a ``WhereError`` (one line, with its column)."""
+    ``KEY[:AGG]``) name, "best" as ``best`` overrides it per key (``--best``). A bad expression or
+    brush is a ``WhereError`` (one line, with its column)."""
     test = parse(where) if where and where.strip() else None
     picked = [brush(b) for b in brushes]
     named = [*(test.fields if test else []), *(b.field for b in picked), *(parse_field(f) for f in fields)]
     keys = list(dict.fromkeys(f.key for f in named if f.kind == "metric"))
-    rows = catalog.rows(project=project, state=state, keys=keys)
+    rows = catalog.rows(project=project, state=state, keys=keys, best=best)
 
     def config(row: Mapping[str, Any]) -> dict[str, Any]:
         return configs.of(catalog, row)

@@ -15,7 +15,7 @@ from .. import assets
 
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
 #: what the runs listing (GET /api/runs) takes of a page's query
-LISTING = ("project", "state", "key")
+LISTING = ("project", "state", "key", "best")
 PAGES = {"/": "index.html", "/run/{run_id}": "run.html", "/compare": "compare.html"}
 
 

@@ -5,16 +5,17 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
+from ... import aggregates
 from ...aggregates import AGGREGATES
 from ...errors import TunetrackError
-from ...metric_keys import LOSS_LIKE, loss_columns
+from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
 from .deps import CatalogDep, open_or_404
@@ -77,6 +78,10 @@ def runs(
             description="default: the loss-like keys; a column's spec KEY:AGG (eval/loss:min) names its KEY"
         ),
     ] = None,
+    best: Annotated[
+        list[str] | None,
+        Query(description="KEY:min or KEY:max: what a key's best is, where not the usual (as --best)"),
+    ] = None,
 ) -> Response:
     listings: Listings = request.app.state.listings
     version = catalog.refresh()
@@ -84,7 +89,8 @@ def runs(
     if request.headers.get("if-none-match") == headers["ETag"]:
         return Response(status_code=304, headers=headers)
     shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
-    body = listing(listings, catalog, version, request.url.query, project, state, shown_keys)
+    ways = best_ways(best)
+    body = listing(listings, catalog, version, request.url.query, project, state, shown_keys, ways)
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -96,11 +102,12 @@ def listing(
     project: str | None,
     state: str | None,
     keys: Sequence[str],
+    best: Mapping[str, bool] | None = None,
 ) -> bytes:
     """The body of ``GET /api/runs?{query}`` for the table's ``version``: kept, or built and kept."""
     body = listings.get(query, version)
     if body is None:
-        rows = catalog.rows(project=project, state=state, keys=keys, refresh=False)
+        rows = catalog.rows(project=project, state=state, keys=keys, refresh=False, best=best)
         for row in rows:  # what the page reads of a summary: its last value is the row's `last`
             row["summary"] = {k: {f: s[f] for f in LISTED_SUMMARY} for k, s in row["summary"].items()}
         body = ROWS.dump_json(rows)
@@ -123,6 +130,14 @@ def warm(catalog: Catalog, listings: Listings) -> None:
         return
 
 
+def best_ways(specs: list[str] | None) -> dict[str, bool]:
+    """``best=KEY:min|max`` (repeated) as ``{key: lower}``; a bad one is a 422 of one line."""
+    try:
+        return aggregates.directions(specs or [])
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
 def metric_key(spec: str) -> str:
     """The metric key of a column's spec, ``KEY[:AGG]`` (the page's columns: ``eval/loss:min``); a
     key whose last ``:`` part is no aggregate is a key."""
@@ -132,8 +147,10 @@ def metric_key(spec: str) -> str:
 
 @router.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
 def keys(catalog: CatalogDep) -> dict[str, list[str]]:
+    """``keys``; ``default``: the runs table's columns (the loss-like keys); ``lower``: those whose
+    best is their min unless the page says otherwise (``metric_keys.minimized``)."""
     every = catalog.keys()
-    return {"keys": every, "default": loss_columns(every)}  # default: the runs table's columns
+    return {"keys": every, "default": loss_columns(every), "lower": [k for k in every if minimized(k)]}
 
 
 @router.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")

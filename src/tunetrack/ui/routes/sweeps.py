@@ -14,6 +14,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from ...reader import sweeps
 from ...reader.groups import ALL_BUT_SEED
 from .deps import CatalogDep
+from .runs import best_ways
 
 router = APIRouter()
 
@@ -41,8 +42,10 @@ def _selection(
     fields: list[str] | None,
     project: str | None,
     state: str | None,
+    best: list[str] | None = None,
 ) -> sweeps.Selection:
-    return sweeps.select(catalog, _configs(request), where, brush or [], fields or [], project, state)
+    ways = best_ways(best)
+    return sweeps.select(catalog, _configs(request), where, brush or [], fields or [], project, state, ways)
 
 
 @router.get("/api/select", summary="The ids of the runs a --where expression and brushed axes pick")
@@ -53,11 +56,13 @@ def select(
     brush: Specs = None,
     project: str | None = None,
     state: str | None = None,
+    best: Specs = None,
 ) -> dict[str, Any]:
     """``ids`` (newest first) of the runs ``where`` (``tunetrack ls --where``'s language) and every
-    ``brush`` (``["config.lr", LOW, HIGH]`` or ``["config.model", [VALUES]]``, JSON) keep."""
+    ``brush`` (``["config.lr", LOW, HIGH]`` or ``["config.model", [VALUES]]``, JSON) keep; ``best``:
+    ``KEY:min|max`` where a key's best is not the usual, as ``/api/runs`` takes it."""
     with _one_line():
-        chosen = _selection(request, catalog, where, brush, None, project, state)
+        chosen = _selection(request, catalog, where, brush, None, project, state, best)
     return {"ids": [r["id"] for r in chosen.rows]}
 
 
@@ -73,11 +78,12 @@ def groups(
     brush: Specs = None,
     project: str | None = None,
     state: str | None = None,
+    best: Specs = None,
 ) -> dict[str, Any]:
     """``by``: config keys (``lr,lora.r``) or ``all-but-seed``; ``key``: the columns, ``KEY[:AGG]``."""
     columns = key or []
     with _one_line():
-        chosen = _selection(request, catalog, where, brush, columns, project, state)
+        chosen = _selection(request, catalog, where, brush, columns, project, state, best)
         table = sweeps.group_table(chosen, by, columns)
     for group in table["groups"]:
         group["label"] = sweeps.label(group["key"])
@@ -92,12 +98,13 @@ def params(
     where: str | None = None,
     project: str | None = None,
     state: str | None = None,
+    best: Specs = None,
 ) -> dict[str, Any]:
     """The varying config keys as axes and ``metric`` (``KEY:AGG``) last, each run's values, and each
     numeric key's Spearman rank correlation with the metric (``reader.sweeps.parameters``). Brushes
     are not applied: the view shows what they leave out, greyed."""
     with _one_line():
-        chosen = _selection(request, catalog, where, None, [metric], project, state)
+        chosen = _selection(request, catalog, where, None, [metric], project, state, best)
         return sweeps.parameters(chosen, metric)
 
 

@@ -51,7 +51,7 @@ function setUrl(name, values) {  // one parameter of the page's URL
 // What GET /api/runs takes of the URL (the page preloads the same): project, state and the columns' keys.
 function listingQuery() {
   const query = new URLSearchParams();
-  for (const [k, v] of new URLSearchParams(location.search)) if (["project", "state", "key"].includes(k)) query.append(k, v);
+  for (const [k, v] of new URLSearchParams(location.search)) if (["project", "state", "key", "best"].includes(k)) query.append(k, v);
   const text = query.toString();
   return text ? `?${text}` : "";
 }
@@ -62,6 +62,7 @@ function selectionQuery() {
   const text = search.value.trim();
   if (isExpression(text)) query.set("where", text);
   for (const b of brushes) query.append("brush", b);
+  for (const b of new URLSearchParams(location.search).getAll("best")) query.append("best", b);
   return query;
 }
 
@@ -182,6 +183,24 @@ function markSorted() {
     th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
   }
 }
+// What "best" is per key: the min where lower is better (the server's list, `lower`, of /api/keys),
+// else the max; the URL's `best=KEY:min|max` overrides a key, as `tunetrack ls --best` does.
+let lowerKeys = null;  // null until /api/keys answers
+function bestIsMin(key) {
+  const chosen = new URLSearchParams(location.search).getAll("best").find(b => b.slice(0, b.lastIndexOf(":")) === key);
+  if (chosen) return chosen.endsWith(":min");
+  return lowerKeys ? lowerKeys.has(key) : null;
+}
+function flipBest(key) {
+  const lower = !bestIsMin(key);
+  const others = new URLSearchParams(location.search).getAll("best").filter(b => b.slice(0, b.lastIndexOf(":")) !== key);
+  setUrl("best", lowerKeys && lowerKeys.has(key) === lower ? others : [...others, `${key}:${lower ? "min" : "max"}`]);
+  drawHead();
+  shownTag = null;
+  load();  // the rows' best of this key
+  if (whereIds || groupBy) refresh();
+  if (hpShown) loadParameters();
+}
 function drawHead() {
   const head = document.querySelector("#runs thead tr");
   for (const th of head.querySelectorAll("th.metric")) th.remove();
@@ -199,11 +218,18 @@ function drawHead() {
       if (sortKey === c.spec) sortKey = spec;
       setColumns(columns.map(o => (o === c ? column(spec) : o)));
     });
+    const way = el("button", null, "way");
+    if (c.agg === "best") {  // which way is best, for this key: a click turns it round
+      const lower = bestIsMin(c.key);
+      way.textContent = lower === null ? "" : lower ? "↓" : "↑";
+      way.title = lower === null ? "" : `best is the ${lower ? "min" : "max"}: click for the ${lower ? "max" : "min"}`;
+      way.addEventListener("click", e => { e.stopPropagation(); flipBest(c.key); });
+    } else way.hidden = true;
     const drop = el("button", "×", "drop");
     drop.title = `remove the column ${c.key} (${c.agg})`;
     drop.addEventListener("click", e => { e.stopPropagation(); setColumns(columns.filter(o => o !== c)); });
     const label = el("div", null, "metric-head");
-    label.append(el("span", c.key), agg, drop);
+    label.append(el("span", c.key), agg, way, drop);
     th.appendChild(label);
     head.appendChild(th);
   }
@@ -353,7 +379,7 @@ async function start() {
   const rows = listing();  // the URL the page preloads
   rows.catch(() => {});  // reported by load()
   // the keys a column can be added for: the rows do not wait for them (the default columns come from the rows)
-  api("/api/keys").then(keys => { metricKeys = keys.keys; listKeys(); })
+  api("/api/keys").then(keys => { metricKeys = keys.keys; lowerKeys = new Set(keys.lower); listKeys(); if (columns) drawHead(); })
     .catch(e => { document.getElementById("status").textContent = `cannot list the metric keys: ${e.message}`; });
   document.getElementById("hp-metric").value = url.get("hp") || "";
   if (columns) drawHead();  // the URL's; else load() picks them from the rows and draws them

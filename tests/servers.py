@@ -2,8 +2,11 @@
 framework sessions that mirror a training run into them (a conftest imports the fixture).
 
 ``mlflow_server`` is a real ``mlflow server`` (a SQLite backend store and served artifacts in the
-test's folder) on a free port. It can be stopped and started again mid-test on the same port and the
-same database, which is how the fault tests take the server away and bring it back.
+test's folder) on a free port, the test's own. It can be stopped and started again mid-test on the same
+port and the same database, which is how the fault tests take the server away and bring it back.
+``shared_mlflow_server`` is one such server for the whole session (starting one costs 15-30 s of a
+2-core machine, and it starts a job runner and seven huey consumers beside it): for the tests that
+leave it running and read back only their own runs, found by their ``tunetrack.run_id`` tag.
 
 ``webhook`` is an HTTP receiver (the standard library's server, in a thread) that records every POST
 and answers 200, or 500 (``failing``), or holds each request until ``release`` is set (``hang``):
@@ -92,12 +95,35 @@ class MlflowServer:
 
 @pytest.fixture
 def mlflow_server(tmp_path: Path) -> Iterator[MlflowServer]:
+    """A server of the test's own: for a test that stops it, or that reads or counts everything the
+    server holds (every experiment, every run), which another test's runs would change."""
     server = MlflowServer(tmp_path / "mlflow-server")
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def _mlflow_session_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-shared"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shared_mlflow_server(_mlflow_session_server: MlflowServer) -> Iterator[MlflowServer]:
+    """The session's one server, for a test that leaves it running and reads back only its own runs
+    (by their ``tunetrack.run_id`` tag: other tests' runs are in the same experiments). A test that
+    stopped it would fail here, not the tests after it."""
+    server = _mlflow_session_server
+    assert server.proc is not None and server.proc.poll() is None, "the shared mlflow server is down"
+    yield server
+    assert server.proc.poll() is None, "a test stopped the shared mlflow server: use mlflow_server"
 
 
 class Webhook:

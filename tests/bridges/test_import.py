@@ -121,6 +121,8 @@ def test_a_tunetrack_run_back_from_its_tensorboard_mirror(root, tmp_path):
 
 
 def test_mlflow_round_trip(root, mlflow_server):
+    """A server of its own (``mlflow_server``, not the session's): the first import reads every
+    experiment the server holds and counts what it imported."""
     env = {"MLFLOW_TRACKING_URI": mlflow_server.url}
     run_script(
         """

@@ -2,8 +2,18 @@
 framework sessions that mirror a training run into them (a conftest imports the fixture).
 
 ``mlflow_server`` is a real ``mlflow server`` (a SQLite backend store and served artifacts in the
-test's folder) on a free port. It can be stopped and started again mid-test on the same port and the
-same database, which is how the fault tests take the server away and bring it back.
+test's folder) on a free port, the test's own. It can be stopped and started again mid-test on the same
+port and the same database, which is how the fault tests take the server away and bring it back.
+``shared_mlflow_server`` is one such server for the whole session (starting one costs 12-30 s of a
+2-core machine): for the tests that leave it running and read back only their own runs, found by their
+``tunetrack.run_id`` tag.
+
+The servers run without MLflow's job execution (``MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false``, unless the
+environment sets it): by default ``mlflow server`` also starts a job runner and seven huey consumers
+for its GenAI jobs (scorers, trace rollups), which no tunetrack code reaches. Measured on the 2-core
+machine: with them a server took 47 CPU-seconds to start and 12 more every 30 s while idle, stolen from
+the tests beside it; without them 12 to start and 0.07 idle. The tracking server, its REST API and its
+SQLite store are the same.
 
 ``webhook`` is an HTTP receiver (the standard library's server, in a thread) that records every POST
 and answers 200, or 500 (``failing``), or holds each request until ``release`` is set (``hang``):
@@ -60,6 +70,7 @@ class MlflowServer:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **os.environ},
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -92,12 +103,35 @@ class MlflowServer:
 
 @pytest.fixture
 def mlflow_server(tmp_path: Path) -> Iterator[MlflowServer]:
+    """A server of the test's own: for a test that stops it, or that reads or counts everything the
+    server holds (every experiment, every run), which another test's runs would change."""
     server = MlflowServer(tmp_path / "mlflow-server")
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def _mlflow_session_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MlflowServer]:
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-shared"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shared_mlflow_server(_mlflow_session_server: MlflowServer) -> Iterator[MlflowServer]:
+    """The session's one server, for a test that leaves it running and reads back only its own runs
+    (by their ``tunetrack.run_id`` tag: other tests' runs are in the same experiments). A test that
+    stopped it would fail here, not the tests after it."""
+    server = _mlflow_session_server
+    assert server.proc is not None and server.proc.poll() is None, "the shared mlflow server is down"
+    yield server
+    assert server.proc.poll() is None, "a test stopped the shared mlflow server: use mlflow_server"
 
 
 class Webhook:

@@ -40,11 +40,13 @@ def expected(rows: int) -> list[float]:
 
 
 @pytest.mark.parametrize("rows", SIZES)
-def test_mlflow_with_defaults(root, mlflow_server, rows):
+def test_mlflow_with_defaults(root, shared_mlflow_server, rows):
     from mlflow.tracking import MlflowClient
 
-    run_id = train(root, rows, {"TUNETRACK_BACKENDS": "mlflow", "MLFLOW_TRACKING_URI": mlflow_server.url})
-    client = MlflowClient(mlflow_server.url)
+    run_id = train(
+        root, rows, {"TUNETRACK_BACKENDS": "mlflow", "MLFLOW_TRACKING_URI": shared_mlflow_server.url}
+    )
+    client = MlflowClient(shared_mlflow_server.url)
     experiments = [e.experiment_id for e in client.search_experiments()]
     (found,) = client.search_runs(experiments, f"tags.`tunetrack.run_id` = '{run_id}'")
     assert found.info.status == "FINISHED"

@@ -2,7 +2,8 @@
 ``MlflowClient``: params, metric histories with steps and times, system metrics under MLflow's names,
 tags, name, artifacts, status; a resume continues the same MLflow run; the server stopped mid-run
 (training goes on, the local run is complete, the missed rows are counted) and ``tunetrack
-sync-backend`` filling the gap, a second call sending nothing."""
+sync-backend`` filling the gap, a second call sending nothing. The tests share the session's server
+(``shared_mlflow_server``) and read back only their own runs; the outage test has one of its own."""
 
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class GpuSource:
 
 
 def mlflow_run(client: MlflowClient, tunetrack_id: str):
+    """The one MLflow run mirroring ``tunetrack_id``, in whichever experiment: found by its id, so the
+    runs of other tests on the session's shared server are never in the way."""
     experiments = [e.experiment_id for e in client.search_experiments()]
     (found,) = client.search_runs(experiments, f"tags.`tunetrack.run_id` = '{tunetrack_id}'")
     return found
@@ -46,7 +49,7 @@ def steps_of(client: MlflowClient, run_id: str, key: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run_id, key))
 
 
-def test_a_run_mirrored_into_mlflow(root, mlflow_server):
+def test_a_run_mirrored_into_mlflow(root, shared_mlflow_server):
     config = {"lr": 3e-4, "model": {"layers": 2, "name": "llama <tiny>"}, "notes": "x" * 7000}
     gpu = GpuSource()
     t = Tracker(
@@ -55,7 +58,7 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
         name="mirror",
         tags=["baseline"],
         config=config,
-        backends=[MLflowBackend(tracking_uri=mlflow_server.url)],
+        backends=[MLflowBackend(tracking_uri=shared_mlflow_server.url)],
         system_sources=[gpu],
         system_interval=0.2,
     ).start()
@@ -69,7 +72,7 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
     wait_until(lambda: gpu.n >= 2)  # a couple of system samples
     t.finish()
 
-    client = MlflowClient(mlflow_server.url)
+    client = MlflowClient(shared_mlflow_server.url)
     remote = mlflow_run(client, t.id)
     run_id = remote.info.run_id
     assert remote.info.status == "FINISHED" and remote.info.run_name == "mirror"
@@ -103,16 +106,16 @@ def test_a_run_mirrored_into_mlflow(root, mlflow_server):
 
 
 def test_by_name_from_mlflows_environment_and_a_resume_continues_the_same_run(
-    root, mlflow_server, monkeypatch
+    root, shared_mlflow_server, monkeypatch
 ):
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", shared_mlflow_server.url)
     monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "team-experiments")
     monkeypatch.setenv("TUNETRACK_BACKENDS", "mlflow")
     first = Tracker(dir=root, name="resumable", system=False).start()
     for step in range(1, 81):
         first.log({"loss": 1.0}, step=step)
     first.finish("killed")
-    client = MlflowClient(mlflow_server.url)
+    client = MlflowClient(shared_mlflow_server.url)
     assert mlflow_run(client, first.id).info.status == "KILLED"
 
     second = Tracker(dir=root, resume=first.id, resume_step=50, system=False).start()
@@ -127,11 +130,11 @@ def test_by_name_from_mlflows_environment_and_a_resume_continues_the_same_run(
     assert sorted(m.step for m in history) == sorted([*range(1, 81), *range(51, 101)])
 
 
-def test_a_failed_run_is_failed_in_mlflow(root, mlflow_server):
+def test_a_failed_run_is_failed_in_mlflow(root, shared_mlflow_server):
     code = f"""
         from tunetrack import Tracker
         from tunetrack.backends.mlflow import MLflowBackend
-        t = Tracker(dir={str(root)!r}, name="boom", system=False, backends=[MLflowBackend({mlflow_server.url!r})])
+        t = Tracker(dir={str(root)!r}, name="boom", system=False, backends=[MLflowBackend({shared_mlflow_server.url!r})])
         t.log({{"loss": 1.0}}, step=1)
         raise RuntimeError("diverged")
     """
@@ -139,10 +142,12 @@ def test_a_failed_run_is_failed_in_mlflow(root, mlflow_server):
     assert "diverged" in proc.stderr
     (local,) = [r for r in __import__("tunetrack").list_runs(dir=root) if r.name == "boom"]
     assert local.state == "failed"
-    assert mlflow_run(MlflowClient(mlflow_server.url), local.id).info.status == "FAILED"
+    assert mlflow_run(MlflowClient(shared_mlflow_server.url), local.id).info.status == "FAILED"
 
 
 def test_the_server_stopped_mid_run_then_sync_backend_fills_the_gap(root, mlflow_server, tmp_path):
+    """A server of its own (``mlflow_server``, not the session's): the test stops it mid-run and starts
+    it again on the same port and database."""
     backend = MLflowBackend(tracking_uri=mlflow_server.url, timeout=3, retries=0)
     with pytest.warns(UserWarning, match="mlflow"):
         t = Tracker(dir=root, name="outage", system=False, backends=[backend], backend_timeout=10).start()
@@ -186,11 +191,11 @@ def test_the_server_stopped_mid_run_then_sync_backend_fills_the_gap(root, mlflow
     assert steps_of(client, remote, "loss") == list(range(1, 1001))
 
 
-def test_sync_backend_sends_a_run_recorded_offline(root, mlflow_server):
+def test_sync_backend_sends_a_run_recorded_offline(root, shared_mlflow_server):
     with Tracker(dir=root, project="offline", name="no-network", config={"lr": 0.1}, system=False) as t:
         for step in range(1, 51):
             t.log({"loss": 1.0 / step, "acc": step / 50}, step=step)
-    env = {**os.environ, "MLFLOW_TRACKING_URI": mlflow_server.url, "PYTHONPATH": SRC}
+    env = {**os.environ, "MLFLOW_TRACKING_URI": shared_mlflow_server.url, "PYTHONPATH": SRC}
     cmd = [
         sys.executable,
         "-m",
@@ -204,7 +209,7 @@ def test_sync_backend_sends_a_run_recorded_offline(root, mlflow_server):
     ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    client = MlflowClient(mlflow_server.url)
+    client = MlflowClient(shared_mlflow_server.url)
     remote = mlflow_run(client, t.id)
     assert remote.info.run_name == "no-network" and remote.data.params == {"lr": "0.1"}
     assert steps_of(client, remote.info.run_id, "acc") == list(range(1, 51))

@@ -284,8 +284,17 @@ def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
             "lower": ["train/loss"],
         }
         page = c.get("/", params={"key": ["reward", "a&b"]}).text  # preloads what its script asks for
-        assert '<link rel="preload" href="/api/runs?key=reward&amp;key=a%26b" as="fetch"' in page
-        assert '<link rel="preload" href="/api/runs" as="fetch"' in c.get("/").text
+        assert (
+            '<link rel="preload" href="/api/runs?format=table&amp;key=reward&amp;key=a%26b" as="fetch"'
+            in page
+        )
+        assert '<link rel="preload" href="/api/runs?format=table" as="fetch"' in c.get("/").text
+        # the page's own format: the same runs as arrays, one cell per key some run has
+        table = c.get("/api/runs", params={"format": "table", "key": ["reward:best", "nope"]}).json()
+        assert table["keys"] == ["reward"] and table["fields"][:2] == ["id", "name"]
+        (values,) = table["rows"]
+        assert values[:2] == [t.id, "grpo"] and values[-1] == [2.0, 2.0, 2.0, 2.0, 1]
+        assert c.get("/api/runs", params={"format": "csv"}).status_code == 422
 
 
 def test_a_poll_of_an_unchanged_runs_table_is_a_304(root):
@@ -480,6 +489,8 @@ def test_best_is_the_usual_way_unless_the_request_turns_a_key_round(root):
         (group,) = c.get("/api/groups", params={"by": "lr", **turned}).json()["groups"]
         assert group["stats"]["reward:best"]["mean"] == 1.0
         bad = c.get("/api/runs", params={"best": "reward:up"})
-        assert bad.status_code == 422 and bad.json()["detail"] == "best of 'reward' must be min or max, not 'up'"
+        assert (
+            bad.status_code == 422 and bad.json()["detail"] == "best of 'reward' must be min or max, not 'up'"
+        )
         keys = c.get("/api/keys").json()
         assert "loss" in keys["lower"] and "reward" not in keys["lower"]

@@ -58,7 +58,8 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
         # script runs, and the script then asks for that very URL.
         # Only the listing's own parameters: the page's other choices (sort, filter, groups) are
         # applied to the rows it has, and the rows of one set of columns are one cached body.
-        query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in LISTING])
-        return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}") if query else ""))
+        listing = [(k, v) for k, v in request.query_params.multi_items() if k in LISTING]
+        query = urlencode([("format", "table"), *listing])
+        return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}")))
 
     return serve

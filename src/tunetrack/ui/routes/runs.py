@@ -25,6 +25,9 @@ router = APIRouter()
 XAxis = Annotated[str, Query(pattern="^(step|time)$")]
 #: the runs table to JSON as FastAPI writes a response (NaN and ±Inf as null), without validating it
 ROWS = TypeAdapter(list[dict[str, Any]])
+TABLE = TypeAdapter(dict[str, Any])
+#: what the runs page shows of a run besides its metrics (``format=table``)
+TABLE_FIELDS = ("id", "name", "project", "state", "tags", "hosts", "created", "ended", "last_step")
 #: what a listed run's summary of each key holds (a fifth of the listing's bytes are not repeated:
 #: its last value is the row's ``last``; the step of it and the count are on the run's own page)
 LISTED_SUMMARY = ("min", "max", "best", "best_step")
@@ -82,6 +85,9 @@ def runs(
         list[str] | None,
         Query(description="KEY:min or KEY:max: what a key's best is, where not the usual (as --best)"),
     ] = None,
+    format: Annotated[
+        str, Query(pattern="^(rows|table)$", description="rows: a list of runs; table: the runs page's")
+    ] = "rows",
 ) -> Response:
     listings: Listings = request.app.state.listings
     version = catalog.refresh()
@@ -90,7 +96,9 @@ def runs(
         return Response(status_code=304, headers=headers)
     shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
     ways = best_ways(best)
-    body = listing(listings, catalog, version, request.url.query, project, state, shown_keys, ways)
+    body = listing(
+        listings, catalog, version, request.url.query, project, state, shown_keys, ways, format == "table"
+    )
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -103,6 +111,7 @@ def listing(
     state: str | None,
     keys: Sequence[str],
     best: Mapping[str, bool] | None = None,
+    table: bool = False,
 ) -> bytes:
     """The body of ``GET /api/runs?{query}`` for the table's ``version``: kept, or built and kept."""
     body = listings.get(query, version)
@@ -110,21 +119,43 @@ def listing(
         rows = catalog.rows(project=project, state=state, keys=keys, refresh=False, best=best)
         for row in rows:  # what the page reads of a summary: its last value is the row's `last`
             row["summary"] = {k: {f: s[f] for f in LISTED_SUMMARY} for k, s in row["summary"].items()}
-        body = ROWS.dump_json(rows)
+        body = TABLE.dump_json(as_table(rows, keys)) if table else ROWS.dump_json(rows)
         listings.keep(query, version, body)
     return body
+
+
+def as_table(rows: list[dict[str, Any]], keys: Sequence[str]) -> dict[str, Any]:
+    """The runs page's listing (``format=table``): the same rows as arrays, ``TABLE_FIELDS`` then one
+    cell per key that some run has, ``[last, min, max, best, best_step]`` (``[last]`` for a run that
+    ended without stored aggregates), or null. Half the bytes of the rows, and arrays, which a
+    browser parses in a fraction of the time of as many objects: at 10,000 runs, the parse was the
+    largest part of the page's first screen."""
+    shown = [k for k in keys if any(k in row["last"] or k in row["summary"] for row in rows)]
+
+    def cell(row: dict[str, Any], key: str) -> list[Any] | None:
+        s, last = row["summary"].get(key), row["last"].get(key)
+        if s is None:
+            return None if last is None else [last]
+        return [last, *(s[f] for f in LISTED_SUMMARY)]
+
+    return {
+        "fields": TABLE_FIELDS,
+        "keys": shown,
+        "rows": [[*(row[f] for f in TABLE_FIELDS), *(cell(row, k) for k in shown)] for row in rows],
+    }
 
 
 def warm(catalog: Catalog, listings: Listings) -> None:
     """What a browser's first look at the dashboard asks for, made before it asks: the runs table
     brought up to date (at 10,000 runs, reading the rows the last dashboard kept and a look at every
-    run folder), the body of the default listing (``GET /api/runs``, the loss-like keys) and the
+    run folder), the body of the page's default listing (``GET /api/runs?format=table``, the
+    loss-like keys) and the
     metric keys. ``tunetrack ui`` runs it on a thread as it starts; a request that comes first waits
     for the same refresh instead of doing its own. A store that cannot be read is said by the
     requests, not here."""
     try:
         version = catalog.refresh()
-        listing(listings, catalog, version, "", None, None, LOSS_LIKE)
+        listing(listings, catalog, version, "format=table", None, None, LOSS_LIKE, table=True)
         catalog.keys()
     except Exception:  # noqa: BLE001 - the page's requests meet the same error and show it
         return

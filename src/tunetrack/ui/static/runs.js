@@ -48,12 +48,26 @@ function setUrl(name, values) {  // one parameter of the page's URL
   for (const v of values) query.append(name, v);
   history.replaceState(null, "", `?${query}`);
 }
-// What GET /api/runs takes of the URL (the page preloads the same): project, state and the columns' keys.
+// What GET /api/runs takes of the URL (the page preloads the same): project, state, the columns' keys and
+// which way is best, in the page's own format (arrays: a fraction of the parse of as many objects).
 function listingQuery() {
-  const query = new URLSearchParams();
+  const query = new URLSearchParams([["format", "table"]]);
   for (const [k, v] of new URLSearchParams(location.search)) if (["project", "state", "key", "best"].includes(k)) query.append(k, v);
-  const text = query.toString();
-  return text ? `?${text}` : "";
+  return `?${query}`;
+}
+// A run of the table format: its fields, and per key `last` and `summary` as /api/runs rows hold them.
+function fromTable(table) {
+  return table.rows.map(values => {
+    const r = { last: {}, summary: {} };
+    table.fields.forEach((f, i) => { r[f] = values[i]; });
+    table.keys.forEach((key, i) => {
+      const cell = values[table.fields.length + i];
+      if (!cell) return;
+      r.last[key] = cell[0];
+      if (cell.length > 1) r.summary[key] = { min: cell[1], max: cell[2], best: cell[3], best_step: cell[4] };
+    });
+    return r;
+  });
 }
 // What the server-side parts take: the project and state, the expression and the brushes.
 function selectionQuery() {
@@ -304,7 +318,7 @@ async function load(request = listing()) {
       return;
     }
     const changed = shownTag !== null;
-    const fresh = await response.json();
+    const fresh = fromTable(await response.json());
     shownTag = tag;
     for (const r of fresh) r.haystack = [r.name, r.project, r.state, ...(r.tags || [])].join(" ").toLowerCase();
     runs = fresh;

@@ -88,6 +88,13 @@ def test_brushing_a_parallel_coordinates_axis_filters_the_runs_table(sweep, serv
     assert axes == ["config.lr", "config.lora.r", "config.lora.alpha", "config.seed", "eval/loss:min"]
     importance = [tr.get_attribute("data-key") for tr in page.query_selector_all("#importance tbody tr")]
     assert sorted(importance) == ["lora.alpha", "lora.r", "lr", "seed"]
+    # the scatter draws every run, the runs that share the first and the last value too (uPlot draws
+    # the points between the indices of its scale's ends)
+    scatter = page.wait_for_selector("#scatter[data-points]", state="attached")
+    drawn = page.evaluate("div => div.chart.series[1].idxs", scatter)
+    with_metric = [r for r in runs if "eval/loss" in r.points]
+    assert int(scatter.get_attribute("data-points")) == len(with_metric)
+    assert drawn == [0, len(with_metric) - 1]
 
     grab = page.query_selector("#parcoords g.axis[data-key='config.lr'] rect.grab").bounding_box()
     x, top = grab["x"] + grab["width"] / 2, grab["y"]

@@ -171,7 +171,10 @@ async function drawScatter(data) {
   div.replaceChildren();
   div.chart = new uPlot({
     title: `${data.metric} against ${pick.value}`, width: div.clientWidth || 420, height: 240,
-    scales: { x: { time: false, distr: log ? 3 : 1 } },
+    // a sweep's values repeat (five seeds at each learning rate): the range reaches past the first and
+    // the last, or uPlot, which draws the points between the indices of the scale's ends, draws one
+    // point of each end's value
+    scales: { x: { time: false, distr: log ? 3 : 1, range: (u, lo, hi) => (log ? [lo / 1.25, hi * 1.25] : [lo - (hi - lo || 1) * 0.05, hi + (hi - lo || 1) * 0.05]) } },
     series: [{ label: pick.value }, { label: data.metric, stroke: shade(0.1), paths: () => null,
                                      points: { show: true, size: 7, fill: shade(0.1) }, value: (u, v) => fmtNum(v) }],
     axes: [{ values: (u, splits) => splits.map(short) }, { values: (u, splits) => splits.map(short), size: 60 }],

@@ -107,6 +107,9 @@ def test_brushing_a_parallel_coordinates_axis_filters_the_runs_table(sweep, serv
     assert page.inner_text("#status") == f"{len(high)} of {len(runs)} runs"
     dropped = {p.get_attribute("data-run") for p in page.query_selector_all("#parcoords path.line.dropped")}
     assert dropped == {r.id for r in runs} - high  # the lines the brush leaves out are greyed
+    kept_points = str(len([r for r in with_metric if r.id in high]))  # and their points in the scatter
+    wait_until(lambda: page.get_attribute("#scatter", "data-kept") == kept_points)
+    assert page.get_attribute("#scatter", "data-points") == str(len(with_metric))
     (brush,) = parse_qs(urlsplit(page.url).query)["brush"]
     page.screenshot(path=str(ARTIFACTS / "parallel-coordinates.png"))
 

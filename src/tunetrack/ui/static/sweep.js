@@ -53,7 +53,7 @@ export function drawParameters(data, { kept, brushes, onBrush }) {
   if (!data) return;
   drawCoordinates(document.getElementById("parcoords"), data, kept, brushes, onBrush);
   drawImportance(data);
-  drawScatter(data);
+  drawScatter(data, kept);
 }
 
 function drawCoordinates(box, data, kept, brushes, onBrush) {
@@ -152,21 +152,23 @@ function drawImportance(data) {
 }
 
 // One hyperparameter against the metric: uPlot, points only (its x sorted, as uPlot wants).
-async function drawScatter(data) {
+// One point per run; the runs the brushes and the filter leave out (not in `kept`) are grey, as their lines are.
+async function drawScatter(data, kept) {
   const pick = document.getElementById("scatter-key"), div = document.getElementById("scatter");
   const numeric = data.importance.map(e => e.key);  // strongest first
   const before = pick.value;
   pick.replaceChildren(...numeric.map(k => Object.assign(el("option", k), { value: k })));
   if (numeric.includes(before)) pick.value = before;
-  pick.onchange = () => drawScatter(data);
+  pick.onchange = () => drawScatter(data, kept);
   div.chart?.destroy();
   delete div.chart;
   const i = data.axes.findIndex(a => a.name === pick.value && a.kind === "numeric");
   if (i < 0) { div.replaceChildren(el("p", "no numeric config key to draw", "muted")); return; }
   try { await chartsLoading; } catch (e) { div.replaceChildren(el("p", e.message, "error")); return; }
   const n = data.axes.length;
-  const points = data.runs.map(r => [r.values[i], r.values[n - 1]]).filter(([a, b]) => a !== null && b !== null)
-    .sort((a, b) => a[0] - b[0]);
+  const points = data.runs.map(r => [r.values[i], r.values[n - 1], !kept || kept.has(r.id)])
+    .filter(([a, b]) => a !== null && b !== null).sort((a, b) => a[0] - b[0]);
+  const out = points.some(p => !p[2]);  // a series of the runs left out, grey, only where there are some
   const xs = points.map(p => p[0]), log = xs.length > 0 && xs[0] > 0 && xs[xs.length - 1] / xs[0] >= 10;
   div.replaceChildren();
   div.chart = new uPlot({
@@ -175,10 +177,12 @@ async function drawScatter(data) {
     // the last, or uPlot, which draws the points between the indices of the scale's ends, draws one
     // point of each end's value
     scales: { x: { time: false, distr: log ? 3 : 1, range: (u, lo, hi) => (log ? [lo / 1.25, hi * 1.25] : [lo - (hi - lo || 1) * 0.05, hi + (hi - lo || 1) * 0.05]) } },
-    series: [{ label: pick.value }, { label: data.metric, stroke: shade(0.1), paths: () => null,
-                                     points: { show: true, size: 7, fill: shade(0.1) }, value: (u, v) => fmtNum(v) }],
+    series: [{ label: pick.value },
+      { label: data.metric, stroke: shade(0.1), paths: () => null, points: { show: true, size: 7, fill: shade(0.1) }, value: (u, v) => fmtNum(v) },
+      ...(out ? [{ label: "left out", stroke: "#c4c4c8", paths: () => null, points: { show: true, size: 6, fill: "#d4d4d8" }, value: (u, v) => fmtNum(v) }] : [])],
     axes: [{ values: (u, splits) => splits.map(short) }, { values: (u, splits) => splits.map(short), size: 60 }],
     cursor: { drag: { x: false, y: false } },
-  }, [xs, points.map(p => p[1])], div);
+  }, [xs, points.map(p => (p[2] ? p[1] : null)), ...(out ? [points.map(p => (p[2] ? null : p[1]))] : [])], div);
   div.dataset.points = String(points.length);
+  div.dataset.kept = String(points.filter(p => p[2]).length);
 }

@@ -149,10 +149,9 @@ def warm(catalog: Catalog, listings: Listings) -> None:
     """What a browser's first look at the dashboard asks for, made before it asks: the runs table
     brought up to date (at 10,000 runs, reading the rows the last dashboard kept and a look at every
     run folder), the body of the page's default listing (``GET /api/runs?format=table``, the
-    loss-like keys) and the
-    metric keys. ``tunetrack ui`` runs it on a thread as it starts; a request that comes first waits
-    for the same refresh instead of doing its own. A store that cannot be read is said by the
-    requests, not here."""
+    loss-like keys) and the metric keys. ``tunetrack ui`` runs it on a thread as it starts; a request
+    that comes first waits for the same refresh instead of doing its own. A store that cannot be read
+    is said by the requests, not here."""
     try:
         version = catalog.refresh()
         listing(listings, catalog, version, "format=table", None, None, LOSS_LIKE, table=True)

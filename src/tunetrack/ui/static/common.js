@@ -20,9 +20,13 @@ export function chartsReady() {
 
 export async function api(path) {
   const response = await fetch(path, { credentials: "same-origin" });
-  const body = await response.json().catch(() => ({ detail: response.statusText }));
-  if (!response.ok) throw new Error(body.detail || response.statusText);
-  return body;
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+// What a failed response says: the API's one line (`detail`), else its status.
+export async function failure(response) {
+  const body = await response.json().catch(() => ({}));
+  return new Error(body.detail || response.statusText);
 }
 // Many series in one request (GET /api/series); entries come back in the order of `specs`
 // ({key, node, cursor, run}); without specs, every series of params.run.

@@ -1,4 +1,4 @@
-import { api, duration, el, fmtNum, fmtTime, row, stateBadge } from "./common.js";
+import { api, duration, failure, el, fmtNum, fmtTime, row, stateBadge } from "./common.js";
 import { drawParameters } from "./sweep.js";
 
 // The runs table. A store may hold 10,000 runs: the page keeps every run's row data, but only the
@@ -308,10 +308,7 @@ const listing = () => fetch(`/api/runs${listingQuery()}`, { credentials: "same-o
 async function load(request = listing()) {
   try {
     const response = await request;
-    if (!response.ok) {
-      const body = await response.json().catch(() => ({}));
-      throw new Error(body.detail || response.statusText);
-    }
+    if (!response.ok) throw await failure(response);
     const tag = response.headers.get("etag");
     if (tag && tag === shownTag) {  // nothing changed: keep the DOM (a running run's duration still ticks)
       if (runs.some(r => r.state === "running")) update();

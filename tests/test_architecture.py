@@ -69,6 +69,7 @@ CORE = {
     "tunetrack.config",
     "tunetrack.config.capture",
     "tunetrack.config.tree",
+    "tunetrack.config.names",
 }
 #: the package itself, ``python -m tunetrack`` and ``tunetrack.wandb`` (W&B's API for scripts written for
 #: W&B): entry points for users, that may reach any layer

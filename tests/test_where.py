@@ -59,7 +59,6 @@ def cases(df: pd.DataFrame) -> list[tuple[str, pd.Series]]:
             f"reward:best >= {reward!r} or config.seed != 2",
             (df["reward:best"] >= reward) | (df["config.seed"] != 2),
         ),
-        ("config.missing != 1 and config.missing2 < 3", df["id"].map(lambda _: False)),
         ("`eval/loss`:max > 0.9 or not config.model = 'tiny'", df["eval/loss:max"] > 0.9),
     ]
 
@@ -69,7 +68,7 @@ def test_where_picks_what_pandas_picks(sweep):
     for expr, mask in cases(df):
         expected = df[mask]["id"].tolist()
         assert ls(root, "--where", expr) == expected, expr
-        assert 0 < len(expected) < 60 or "missing" in expr, expr
+        assert 0 < len(expected) < 60, expr
 
 
 @pytest.mark.parametrize(

@@ -26,3 +26,14 @@ class RunInUse(TunetrackError):
 
 class InvalidValue(TunetrackError, TypeError):
     """A logged value tunetrack cannot store (raised only with ``strict=True``)."""
+
+
+class UnknownName(TunetrackError, ValueError):
+    """A metric, config key or column that none of the runs asked about has (a typo, or a name another
+    framework uses): the message names it and the closest names they do have, so a question never
+    gets an empty answer in silence."""
+
+
+class AmbiguousName(TunetrackError, ValueError):
+    """A short config name (``lr``) that finds several keys with different values in one run; the
+    message lists them, to be named in full."""

@@ -55,3 +55,38 @@ def find(lines: Iterable[str]) -> Found | None:
                 best = Found(name, i, number)
                 break
     return best
+
+
+#: the header of a Python traceback (a chained exception prints one per exception)
+TRACEBACK = "Traceback (most recent call last):"
+#: a C++ exception's message as ``std::terminate`` prints it (PyTorch's c10::Error, NCCL's watchdog)
+_WHAT = re.compile(r"^\s*what\(\):\s*(\S.*)")
+
+
+def exception_line(traceback: str) -> str | None:
+    """The raised exception's own line in a Python traceback: the first line after the frames of its
+    last ``Traceback`` block (``RuntimeError: CUDA error: an illegal memory access was encountered``),
+    never the message's later lines (PyTorch's CUDA errors add three lines of advice). A chained
+    exception's last block is the exception that was raised. A text with no traceback is a message:
+    its first line. None for an empty text."""
+    lines = traceback.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(TRACEBACK)]
+    i = starts[-1] + 1 if starts else 0
+    while i < len(lines) and (not lines[i].strip() or (starts and lines[i][:1] in (" ", "\t"))):
+        i += 1  # the frames (indented: File lines, code, carets) and blank lines
+    return lines[i].strip() if i < len(lines) else None
+
+
+def cause_line(lines: list[str], found: Found) -> str:
+    """What a failure found in console ``lines`` says in one line: a C++ exception's ``what():``
+    message where the process aborted on one (PyTorch, NCCL), a Python exception's own line where
+    a traceback ends the lines, else the line that shows the failure."""
+    what = next((m.group(1).strip() for line in lines if (m := _WHAT.match(line))), None)
+    if what:
+        return what
+    starts = [i for i, line in enumerate(lines) if line.startswith(TRACEBACK)]
+    if starts:
+        raised = exception_line("\n".join(lines[starts[-1] :]))
+        if raised:
+            return raised
+    return lines[found.line].strip()

@@ -34,6 +34,35 @@ def loss_columns(keys: Iterable[str]) -> list[str]:
     return [k for k in LOSS_LIKE if k in present]
 
 
+#: the spellings of one quantity, each group the names frameworks record it under
+SYNONYMS = (LOSS, EVAL_LOSS, LEARNING_RATE, GRAD_NORM)
+#: W&B's Trainer integration writes Transformers' ``eval_X`` as ``eval/X``, ``test_X`` as ``test/X``
+#: and every other key ``X`` as ``train/X``: what a W&B user types
+SPLIT_PREFIXES = ("eval", "test")
+
+
+def spellings(key: str) -> tuple[str, ...]:
+    """``key`` and the other names the same metric is recorded under, in the order readers try them:
+    ``eval/loss`` finds a Trainer run's ``eval_loss``, ``train/loss`` its ``loss``, ``lr`` its
+    ``learning_rate``, and the other way round; so what a W&B or MLflow user types works on what the
+    adapters record. A reader uses the first spelling a run has."""
+    out = [key]
+    for group in SYNONYMS:
+        if key in group:
+            out += group
+    head, slash, rest = key.partition("/")
+    prefix = next((p for p in SPLIT_PREFIXES if key.startswith(f"{p}_")), None)
+    if slash and head in SPLIT_PREFIXES:
+        out.append(f"{head}_{rest}")
+    elif slash and head == "train":
+        out.append(rest)
+    elif prefix:
+        out.append(f"{prefix}/{key[len(prefix) + 1 :]}")
+    else:
+        out.append(f"train/{key}")
+    return tuple(dict.fromkeys(out))
+
+
 #: words in a key's last part that mean lower is better (a loss, a perplexity, an error rate)
 LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error")
 

@@ -17,7 +17,9 @@ def run_json(
     detail: bool = False,
     summary: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Identity, state, times, hosts and the last step; with ``latest`` (``Run.latest()``, what
+    """Identity, state (with the known failure a run that did not finish ended in, ``CUDA error on
+    rank 0``, and its cause in one line: ``Run.failure``, ``Run.cause``), times, hosts and the last
+    step; with ``latest`` (``Run.latest()``, what
     listings use: no data read for an ended run) also ``last`` (each key's last value, only
     ``last_keys`` if given) and ``loss`` (the last training loss); with ``summary`` (``Run.summary()``:
     last, min, max, best and its step per key) that too; with ``detail`` also the error,
@@ -28,6 +30,8 @@ def run_json(
         "name": run.name,
         "project": run.project,
         "state": run.state,
+        "failure": run.failure,
+        "cause": run.cause,
         "tags": run.tags,
         "notes": run.notes,
         "created": run.created,

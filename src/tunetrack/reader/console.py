@@ -13,6 +13,7 @@ import heapq
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .. import failures
 from ..store import codec, layout
@@ -54,13 +55,9 @@ class Line:
         }
 
 
-def _rank(proc: Process) -> int:
-    return int((proc.meta.get("rank") or {}).get("rank", 0) or 0)
-
-
 def lines_of(proc: Process, records: ProcessRecords) -> list[Line]:
     """``proc``'s lines in ``records`` (its console records, decoded)."""
-    host, rank = str(proc.meta.get("host", "?")), _rank(proc)
+    host, rank = str(proc.meta.get("host", "?")), proc.rank
     return [
         Line(t, STREAMS.get(s, "?"), x, host, rank)
         for record in records.console
@@ -120,7 +117,19 @@ def select(
     return out[-tail:] if tail is not None and tail > 0 else [] if tail == 0 else out
 
 
-def failure(folder: RunFolder, procs: list[Process]) -> str | None:
+class Failure(NamedTuple):
+    """A known failure (``tunetrack.failures``) a run's last lines show: its ``name``, the ``rank``
+    that shows it, and its ``cause`` in one line (the exception's own line, or a C++ ``what():``)."""
+
+    name: str
+    rank: int
+    cause: str
+
+    def __str__(self) -> str:
+        return f"{self.name} on rank {self.rank}"
+
+
+def failure(folder: RunFolder, procs: list[Process]) -> Failure | None:
     """The known failure the last lines of the run's latest attempt show, and where:
     ``CUDA out of memory on rank 3``. The most specific one wins, then the earliest printed."""
     primaries = [p for p in procs if p.primary] or procs
@@ -130,10 +139,11 @@ def failure(folder: RunFolder, procs: list[Process]) -> str | None:
     found = []
     for proc in attempt:
         lines = last_lines(folder, proc)
-        hit = failures.find(line.text for line in lines)
+        texts = [line.text for line in lines]
+        hit = failures.find(texts)
         if hit is not None:
-            found.append((hit.rank, lines[hit.line].time, hit.name, _rank(proc)))
+            found.append((hit.rank, lines[hit.line].time, proc.rank, hit, texts))
     if not found:
         return None
-    _, _, name, rank = min(found)
-    return f"{name} on rank {rank}"
+    *_, rank, hit, texts = min(found, key=lambda f: f[:3])
+    return Failure(hit.name, rank, failures.cause_line(texts, hit))

@@ -14,13 +14,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .where import MISSING, Field, Lookup, run_lookup
+from ..config import same
+from ..config.names import bookkeeping
+from ..metric_keys import minimized
+from .names import config_key, unknown
+from .where import MISSING, Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
     from .run import Run
 
-#: ``--group-by all-but-seed``: every config key but the seeds
+#: ``--group-by all-but-seed``: every config key but the seeds and the other bookkeeping
 ALL_BUT_SEED = "all-but-seed"
 
 
@@ -68,20 +72,17 @@ class Group:
         }
 
 
-def seed_like(key: str) -> bool:
-    """``seed``, ``data.seed``, ``train.data_seed``: the keys ``all-but-seed`` leaves out."""
-    return "seed" in key.rsplit(".", 1)[-1].lower()
-
-
 def group_keys(spec: str | Sequence[str], flat_configs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The flat config keys to group by: ``lr,lora.r`` (``config.`` prefixes allowed), or
-    ``all-but-seed``: every key some of ``flat_configs`` has, except the seed-like ones."""
+    """The config keys to group by, as named: ``lr,lora.r`` (``config.`` prefixes allowed; each found
+    in a run's config by ``names.config_key``), or ``all-but-seed``: every key some of
+    ``flat_configs`` has, except those that only keep books (``config.names.bookkeeping``: seeds,
+    output folders, run names, hub ids), which differ from run to run of one configuration."""
     names = spec.split(",") if isinstance(spec, str) else list(spec)
     names = [n.strip() for n in names if n.strip()]
     if names == [ALL_BUT_SEED]:
         keys: dict[str, None] = {}
         for flat in flat_configs:
-            keys.update(dict.fromkeys(k for k in flat if not seed_like(k)))
+            keys.update(dict.fromkeys(k for k in flat if not bookkeeping(k)))
         return list(keys)
     if not names:
         raise ValueError(f"--group-by: give config keys (lr,lora.r) or {ALL_BUT_SEED}")
@@ -94,13 +95,17 @@ def group_runs(
     metric: str | Field,
     best: Mapping[str, bool] | None = None,
 ) -> tuple[list[str], list[Group]]:
-    """``(the keys grouped by, the groups)``, groups in the order their first run comes in ``runs``;
-    ``metric`` is ``KEY[:last|min|max|best]`` (``where.field``)."""
+    """``(the keys grouped by, the groups)``, best group first (by the mean of ``metric``, which is
+    ``KEY[:last|min|max|best]``, ``where.field``: lowest first for a loss, as ``best`` says), groups
+    without a value last. A metric no run has is an ``UnknownName``."""
     what = metric_field(metric)
     keys, groups = partition(runs, [r.flat_config for r in runs], by)
     lookups = {id(r): run_lookup(r, best) for r in runs}
+    require([what], runs, lambda r: lookups[id(r)], lambda: known_of(runs))
     for group in groups:
         group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
+    lower = {"min": True, "max": False}.get(what.agg, (best or {}).get(what.key, minimized(what.key)))
+    groups.sort(key=lambda g: (g.mean is None, 0.0 if g.mean is None else g.mean if lower else -g.mean))
     return keys, groups
 
 
@@ -116,13 +121,31 @@ def partition(
     items: Sequence[Any], flat_configs: Sequence[Mapping[str, Any]], by: str | Sequence[str]
 ) -> tuple[list[str], list[Group]]:
     """``items`` (runs, or the dashboard's rows of them) by the values of the group keys in their
-    flat configs, groups in the order their first item comes; the groups hold no values yet."""
+    flat configs, groups in the order their first item comes; the groups hold no values yet. A key
+    named that no item's config has is an ``UnknownName``; with ``all-but-seed`` only the keys
+    whose values differ between the groups are kept (the rest say nothing about a group)."""
     keys = group_keys(by, flat_configs)
+    explicit = group_keys(by, ()) if by != ALL_BUT_SEED and by != [ALL_BUT_SEED] else []
+    found: set[str] = set()
     groups: dict[str, Group] = {}
     for item, flat in zip(items, flat_configs):
-        key = {k: flat.get(k) for k in keys}
+        key = {}
+        for k in keys:
+            real = config_key(flat, k)
+            key[k] = None if real is None else flat[real]
+            if real is not None:
+                found.add(k)
         groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key)).runs.append(item)
-    return keys, list(groups.values())
+    missing = [k for k in explicit if k not in found]
+    if missing and items:
+        every = {k for flat in flat_configs for k in flat}
+        raise unknown("config key", f"config.{missing[0]}", [f"config.{k}" for k in every])
+    out = list(groups.values())
+    if not explicit and len(out) > 1:
+        keys = [k for k in keys if any(not same(g.key[k], out[0].key[k]) for g in out[1:])]
+        for g in out:
+            g.key = {k: g.key[k] for k in keys}
+    return keys, out
 
 
 def values_of(items: Sequence[Any], lookup: Callable[[Any], Lookup], what: Field) -> list[float]:

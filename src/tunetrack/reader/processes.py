@@ -41,9 +41,13 @@ class Process:
         return float(self.meta.get("start", 0.0))
 
     @property
+    def rank(self) -> int:
+        """Its global rank in the job (0 for a lone process)."""
+        return int((self.meta.get("rank") or {}).get("rank", 0) or 0)
+
+    @property
     def primary(self) -> bool:
-        rank = self.meta.get("rank") or {}
-        return int(rank.get("rank", 0) or 0) == 0
+        return self.rank == 0
 
     @property
     def ended(self) -> bool:

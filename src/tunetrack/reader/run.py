@@ -12,7 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import aggregates, states
+from .. import aggregates, failures, states
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
@@ -20,9 +20,10 @@ from ..metric_keys import minimized
 from ..store import codec
 from ..store.base import RunFolder
 from . import console
-from .console import Line, ProcessConsole
+from .console import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
-from .processes import LISTED_META, Process, listed_processes, processes, run_state
+from .names import metric_key, unknown
+from .processes import LISTED_META, Process, latest_primary, listed_processes, processes, run_state
 from .records import ProcessRecords, read_process
 from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
@@ -64,7 +65,7 @@ class Run:
         """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
         with self._lock:
             self._merged = None
-            for name in ("_processes", "_listed", "_status", "_identity", "config", "failure"):
+            for name in ("_processes", "_listed", "_status", "_identity", "config", "_failed"):
                 self.__dict__.pop(name, None)
 
     # -- identity: run.json as the run's edits left it ------------------------------------------------
@@ -147,9 +148,14 @@ class Run:
 
     @property
     def cause(self) -> str | None:
-        """Why the run failed, in one line: the last line of its traceback (``RuntimeError: diverged``)."""
-        lines = [line for line in (self.error or "").splitlines() if line.strip()]
-        return lines[-1].strip() if lines else None
+        """Why the run failed, in one line: the exception's own line of its traceback
+        (``RuntimeError: CUDA error: an illegal memory access was encountered``, not the advice
+        PyTorch prints after it; ``failures.exception_line``), or for a run that died without one (a
+        C++ abort, a kill) what its last console lines say of a known failure; else None."""
+        if self.error:
+            return failures.exception_line(self.error)
+        found = self._failed
+        return found.cause if found is not None else None
 
     @property
     def hosts(self) -> list[str]:
@@ -238,9 +244,18 @@ class Run:
             seen.update(dict.fromkeys(block.keys()))
         return list(seen)
 
-    def series(self, key: str) -> Series:
-        """All visible points of one metric (numeric keys come back as a float or int array)."""
-        return series(self._records.blocks, key)
+    def series(self, key: str, strict: bool = True) -> Series:
+        """All visible points of one metric (numeric keys come back as a float or int array). ``key``
+        may be spelled as another framework spells it (``eval/loss`` reads a Trainer run's
+        ``eval_loss``: ``metric_keys.spellings``). A key the run never logged is an ``UnknownName``
+        naming its closest keys; with ``strict=False`` an empty series (what an overlay of several
+        runs wants of the runs without it)."""
+        blocks = self._records.blocks
+        logged = self.keys()
+        found = metric_key(set(logged).__contains__, key)
+        if found is None and strict:
+            raise unknown("metric", key, logged)
+        return series(blocks, found or key)
 
     def process_series(self, key: str) -> dict[str, Series]:
         """One metric per writing process (``<host>-<pid>-<start ms>``, as ``meta["processes"]`` names
@@ -494,12 +509,26 @@ class Run:
         return console.merged(per_process), counts
 
     @cached_property
-    def failure(self) -> str | None:
-        """A known failure (``tunetrack.failures``) that the last console lines of a run that did not
-        finish show, and where: ``CUDA out of memory on rank 3``; None for a finished or running run."""
+    def _failed(self) -> Failure | None:
         if self.state in (states.FINISHED, states.RUNNING):
             return None
-        return console.failure(self.folder, self._processes)
+        found = console.failure(self.folder, self._processes)
+        if found is None and self.error:  # no console (console=False), or it shows nothing known
+            lines = self.error.splitlines()
+            hit = failures.find(lines)
+            primary = latest_primary(self._listed)
+            if hit is not None:
+                rank = primary.rank if primary is not None else 0
+                found = Failure(hit.name, rank, failures.cause_line(lines, hit))
+        return found
+
+    @property
+    def failure(self) -> str | None:
+        """The known failure (``tunetrack.failures``) a run that did not finish ended in, and where:
+        ``CUDA out of memory on rank 3``, from its last console lines, else its traceback; None for
+        a finished or running run, or one that shows no known failure."""
+        found = self._failed
+        return str(found) if found is not None else None
 
 
 def _complete(last: Any) -> bool:

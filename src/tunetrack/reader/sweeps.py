@@ -23,10 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..metric_keys import spellings
 from .find import load
 from .groups import Group, metric_field, partition, values_of
 from .series import numeric_values, present
-from .where import MISSING, Field, Lookup, WhereError, lookup_from, parse
+from .where import MISSING, Field, Known, Lookup, WhereError, lookup_from, parse, require
 from .where import field as parse_field
 
 if TYPE_CHECKING:
@@ -103,6 +104,10 @@ def brush(text: str) -> Brush:
     raise WhereError(f'brush: give ["FIELD", LOW, HIGH] or ["FIELD", [VALUES]], not {text!r}')
 
 
+#: how many runs' configs an unknown name's suggestions look at (the first rows, newest first)
+KNOWN_CONFIGS = 200
+
+
 @dataclass
 class Selection:
     """The runs table's rows an expression and brushes pick, each with its ``Lookup``."""
@@ -143,13 +148,22 @@ def select(
     test = parse(where) if where and where.strip() else None
     picked = [brush(b) for b in brushes]
     named = [*(test.fields if test else []), *(b.field for b in picked), *(parse_field(f) for f in fields)]
-    keys = list(dict.fromkeys(f.key for f in named if f.kind == "metric"))
+    keys = list(dict.fromkeys(k for f in named if f.kind == "metric" for k in spellings(f.key)))
     rows = catalog.rows(project=project, state=state, keys=keys, best=best)
 
     def config(row: Mapping[str, Any]) -> dict[str, Any]:
         return configs.of(catalog, row)
 
     lookups = {row["id"]: row_lookup(row, config) for row in rows}
+
+    def known() -> Known:
+        flats: dict[str, None] = {}
+        for row in rows[:KNOWN_CONFIGS]:
+            flats.update(dict.fromkeys(config(row)))
+        tags = {t for row in rows for t in row.get("tags") or []}
+        return Known(catalog.keys(), list(flats), sorted(tags))
+
+    require(named, rows, lambda row: lookups[row["id"]], known)
     kept = [
         r
         for r in rows
@@ -299,7 +313,7 @@ def group_curves(
     keys, groups = partition(opened, [r.flat_config for r in opened], by)
     out = []
     for group in groups:
-        curves = [present(r.series(key)) for r in group.runs]
+        curves = [present(r.series(key, strict=False)) for r in group.runs]
         curves = [c for c in curves if len(c)]
         entry: dict[str, Any] = {
             "key": group.key,

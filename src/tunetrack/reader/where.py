@@ -26,14 +26,15 @@ The expression is parsed by a grammar (lark, LALR), never evaluated as Python: a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .. import aggregates
-from ..metric_keys import minimized
+from ..metric_keys import minimized, spellings
 from ..store.memory import no_cyclic_gc
+from .names import config_key, unknown
 
 if TYPE_CHECKING:
     from .run import Run
@@ -362,17 +363,63 @@ def lookup_from(
 
     def get(f: Field) -> Any:
         if f.kind == "config":
-            return flat_config().get(f.key, MISSING)
+            flat = flat_config()
+            key = config_key(flat, f.key)
+            return MISSING if key is None else flat[key]
         if f.kind == "tags":
             return list(tags())
         if f.kind in RUN_FIELDS:
             v = run_field(f.kind)
             return MISSING if v is None else v
-        s = summary(f.key)
+        s = next((s for k in spellings(f.key) if (s := summary(k)) is not None), None)
         v = None if s is None else s.get(f.agg)
         return MISSING if v is None else v
 
     return get
+
+
+def require(
+    fields: Iterable[Field],
+    items: Sequence[Any],
+    lookup: Callable[[Any], Lookup],
+    known: Callable[[], Known],
+) -> None:
+    """Raise ``UnknownName`` for the first metric or config field that none of ``items`` (the runs a
+    question is asked of) has: a typo, or a name no adapter records, is an error naming the closest
+    names (``known()``: what the items do have), never an empty or unsorted answer. Cheap when every
+    field is found: each is looked up until one item has it."""
+    if not items:
+        return
+    for f in dict.fromkeys(f for f in fields if f.kind in ("metric", "config")):
+        if any(lookup(item)(f) is not MISSING for item in items):
+            continue
+        names = known()
+        if f.kind == "config":
+            raise unknown("config key", str(f), [f"config.{k}" for k in names.config], names.metrics)
+        shown = f.key if f.agg == "last" else str(f)
+        raise unknown("metric", shown, names.metrics, [f"config.{k}" for k in names.config], names.tags)
+
+
+@dataclass
+class Known:
+    """The names some of a question's runs hold: their metric keys, flat config keys and tags."""
+
+    metrics: list[str]
+    config: list[str]
+    tags: list[str]
+
+
+def known_of(runs: Sequence[Run]) -> Known:
+    """What ``runs`` hold, for an ``UnknownName``'s suggestions (their stored aggregates and configs:
+    small files, read once a name is already known to be missing)."""
+    metrics: dict[str, None] = {}
+    config: dict[str, None] = {}
+    tags: dict[str, None] = {}
+    for run in runs:
+        metrics.update(dict.fromkeys(run.aggregates()))
+        config.update(dict.fromkeys(run.flat_config))
+        tags.update(dict.fromkeys(run.tags))
+    return Known(list(metrics), list(config), list(tags))
 
 
 def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
@@ -386,7 +433,12 @@ def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
         agg = cached["aggs"].get(key)
         return None if agg is None else aggregates.summary(agg, lower.get(key, minimized(key)))
 
-    return lookup_from(lambda: run.flat_config, lambda name: getattr(run, name), lambda: run.tags, summary)
+    def flat() -> Mapping[str, Any]:
+        if "flat" not in cached:
+            cached["flat"] = run.flat_config
+        return cached["flat"]
+
+    return lookup_from(flat, lambda name: getattr(run, name), lambda: run.tags, summary)
 
 
 def select(
@@ -400,5 +452,7 @@ def select(
     order = sort(by) if by else None
     with no_cyclic_gc():
         lookups = {id(r): run_lookup(r, best) for r in runs} if (test or order) else {}
+        named = [*(test.fields if test else []), *([order.field] if order else [])]
+        require(named, runs, lambda r: lookups[id(r)], lambda: known_of(runs))
         out = [r for r in runs if test is None or test(lookups[id(r)])]
         return ordered(out, order, lambda r: lookups[id(r)]) if order is not None else list(out)

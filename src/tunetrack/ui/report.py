@@ -110,7 +110,9 @@ def report_data(
     samples = _samples(runs, samples_key, samples_step)
     charts = []
     for key in _training_keys(runs):
-        lines = [_line(f"{r.name} ({r.id})", r.id, present(r.series(key)), "step", 0.0) for r in runs]
+        lines = [
+            _line(f"{r.name} ({r.id})", r.id, present(r.series(key, strict=False)), "step", 0.0) for r in runs
+        ]
         charts.append({"group": "training", "key": key, "x": "step", "lines": [x for x in lines if x]})
         if on_chart:
             on_chart()

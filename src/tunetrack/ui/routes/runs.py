@@ -303,7 +303,7 @@ def _all_keys(catalog: Catalog, run_id: str) -> list[tuple[str, str]]:
 
 def _find(run: Run, key: str, node: str | None) -> Series | None:
     """A training metric (empty if never logged), or a system metric of one node (None if that node has none)."""
-    return run.series(key) if node is None else run.system_series(key).get(node)
+    return run.series(key, strict=False) if node is None else run.system_series(key).get(node)
 
 
 def _points(

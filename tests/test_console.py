@@ -137,7 +137,9 @@ def test_logs_selects_by_rank_time_and_pattern_and_tails(root):
     assert [x["text"] for x in json_logs(run.id, "--dir", root, "--since", str(lines[-1].time))] == [
         "late line"
     ]
-    assert json_logs(run.id, "--dir", root, "--rank", "1") == []
+    assert [x["text"] for x in json_logs(run.id, "--dir", root, "--rank", "0", "-n", "1")] == ["late line"]
+    absent = CliRunner().invoke(cli, ["logs", run.id, "--dir", str(root), "--rank", "1"])
+    assert absent.exit_code == 1 and f"run {run.id} has no rank 1 (ranks: 0)" in absent.output
     bad = CliRunner().invoke(cli, ["logs", run.id, "--dir", str(root), "--grep", "("])
     assert bad.exit_code != 0 and "regular expression" in bad.output
 

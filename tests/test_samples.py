@@ -5,6 +5,7 @@ for a reference only, and ``Run.samples`` reading old ``text`` events the same w
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 import math
 import re
 import threading
@@ -265,7 +266,7 @@ def test_select_filters_by_prompt_and_regex_and_sorts_by_any_column():
 
 # -- where samples come from -------------------------------------------------------------------------
 def test_trl_completion_files_land_as_typed_tables(root, tmp_path):
-    from tunetrack.integrations.support.completions import CompletionFiles
+    from tunetrack.integrations.support.completions import CompletionFiles, Rewards
 
     folder = tmp_path / "completions"
     folder.mkdir()
@@ -281,7 +282,9 @@ def test_trl_completion_files_land_as_typed_tables(root, tmp_path):
     )
     frame.to_parquet(folder / "completions_00004.parquet")
     t = Tracker(dir=root, system=False).start()
-    CompletionFiles().collect(folder, t)
+    rewards = Rewards()
+    rewards.learn({"loss": 0.1, "rewards/accuracy/mean": 0.5, "reward": 0.5})  # the trainer's on_log
+    CompletionFiles().collect(folder, t, rewards, SimpleNamespace(reward_weights=None))
     t.finish()
     run = open_run(t.id, dir=root)
     assert run.sample_tables("completions")[0].columns() == {
@@ -289,24 +292,43 @@ def test_trl_completion_files_land_as_typed_tables(root, tmp_path):
         "prompt": "chat",
         "completion": "text",
         "accuracy": "number",
+        "reward": "number",  # the total, beside the reward functions' columns
         "advantage": "number",
     }
-    assert [s["row"] for s in run.samples("completions", step=4)] == frame.to_dict("records")
+    want = [
+        {
+            **{k: v for k, v in r.items() if k != "advantage"},
+            "reward": r["accuracy"],
+            "advantage": r["advantage"],
+        }
+        for r in frame.to_dict("records")
+    ]
+    assert [s["row"] for s in run.samples("completions", step=4)] == want
 
 
 def test_swift_completion_lines_land_as_tables(root, tmp_path):
-    from tunetrack.integrations.support.completions import CompletionLog
+    from tunetrack.integrations.support.completions import CompletionLog, Rewards
 
     path = tmp_path / "completions.jsonl"
-    line = {"step": ["3", "3"], "prompt": ["p", "p"], "completion": ["a", "b"], "Format": [1.0, 0.0]}
+    line = {
+        "step": ["3", "3"],
+        "prompt": ["p", "p"],
+        "completion": ["a", "b"],
+        "Format": [1.0, 0.0],
+        "Len": [None, 1.0],
+        "advantages": [0.5, -0.5],
+    }
     path.write_text(json.dumps(line) + "\n")
     t = Tracker(dir=root, system=False).start()
-    CompletionLog().collect(path, t)
+    rewards = Rewards()
+    rewards.learn({"rewards/Format/mean": 0.5, "rewards/Len/mean": 1.0})
+    CompletionLog().collect(path, t, rewards, SimpleNamespace(reward_weights=[1.0, 0.5]))
     t.finish()
     got = open_run(t.id, dir=root).samples("completions")
+    # the total as ms-swift weighs its functions (--reward_weights 1 0.5), a missing value counting nothing
     assert [(s["step"], s["row"]) for s in got] == [
-        (3, {"step": "3", "prompt": "p", "completion": "a", "Format": 1.0}),
-        (3, {"step": "3", "prompt": "p", "completion": "b", "Format": 0.0}),
+        (3, {**{k: v[0] for k, v in line.items() if k != "advantages"}, "reward": 1.0, "advantages": 0.5}),
+        (3, {**{k: v[1] for k, v in line.items() if k != "advantages"}, "reward": 0.5, "advantages": -0.5}),
     ]
 
 

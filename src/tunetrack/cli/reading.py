@@ -182,7 +182,10 @@ def logs_command(
     except re.error as exc:
         raise click.BadParameter(f"{grep!r} is no regular expression: {exc}", param_hint="--grep") from None
     r = open_run(run, dir=dir)
-    ranks = len({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]}) > 1
+    known = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
+    if rank is not None and rank not in known:
+        raise click.ClickException(f"run {r.id} has no rank {rank} (ranks: {', '.join(map(str, known))})")
+    ranks = len(known) > 1
 
     def emit(lines: list) -> None:
         for line in lines:
@@ -286,6 +289,7 @@ def samples_command(
     import re
 
     from ..reader import open_run
+    from ..reader.as_text import samples_listed
     from ..reader.samples import select, steps_of
     from . import export, tables
 
@@ -293,12 +297,12 @@ def samples_command(
         raise click.UsageError("give --step or --last, not both")
     r = open_run(run, dir=dir)
     index = r.sample_index()
+    if not index:
+        raise click.ClickException(f"run {r.id} has no samples: {samples_listed(r).removeprefix('none: ')}")
     if key is not None and key not in index:
-        known = ", ".join(sorted(index)) or "none"
+        known = ", ".join(sorted(index))
         raise click.ClickException(f"run {r.id} has no samples under {key!r} (keys: {known})")
     steps = steps_of(index, key)
-    if not steps:
-        raise click.ClickException(f"run {r.id} has no samples")
     if last:
         step = steps[-1]
     elif step is not None and step not in steps:
@@ -311,6 +315,11 @@ def samples_command(
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--grep") from None
     if as_json:
         click.echo(export.dumps(chosen[:limit]))
+        return
+    if not chosen:
+        asked = " and ".join(f"{n} {v!r}" for n, v in (("--prompt", prompt), ("--grep", grep)) if v)
+        where = f"at step {step}" if step is not None else f"at {len(steps)} steps"
+        click.echo(f"no rows match {asked} ({len(r.samples(key, step)):,} rows {where})")
         return
     shown = chosen[: limit or SAMPLES_SHOWN]
     out = tables.console()

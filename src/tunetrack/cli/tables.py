@@ -223,7 +223,7 @@ CELL_WIDTH = 300
 def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> Table:
     """``tunetrack samples``: one line per row (its step, its key when there are several, its
     columns); text cut to ``CELL_WIDTH`` characters, conversations as ``role: content`` lines."""
-    from ..reader.samples import cell_text
+    from ..reader.samples import cell_text, visible
 
     named: dict[str, str] = {}
     for sample in samples:
@@ -235,14 +235,14 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
         table.add_column("key")
     numeric = {c for c in columns if all(_is_number(s["row"].get(c)) for s in samples)}
     for col in columns:
-        table.add_column(col, justify="right" if col in numeric else "left", overflow="fold")
+        table.add_column(visible(col), justify="right" if col in numeric else "left", overflow="fold")
     for sample in samples:
         row = sample["row"]
         cells = [
-            number(row.get(c)) if c in numeric else Text(short(cell_text(row.get(c)), CELL_WIDTH))
+            number(row.get(c)) if c in numeric else Text(visible(short(cell_text(row.get(c)), CELL_WIDTH)))
             for c in columns
         ]
-        table.add_row(str(sample["step"]), *([Text(sample["key"])] if several_keys else []), *cells)
+        table.add_row(str(sample["step"]), *([Text(visible(sample["key"]))] if several_keys else []), *cells)
     return table
 
 

@@ -173,7 +173,9 @@ class SwiftCallback(TunetrackCallback):
         return row
 
     def _collect_completions(self, args: Any) -> None:
-        self._swift_completions.collect(Path(args.output_dir) / "completions.jsonl", self.tracker)
+        self._swift_completions.collect(
+            Path(args.output_dir) / "completions.jsonl", self.tracker, self._rewards, args
+        )
 
 
 def _swift_config(trainer_args: Any) -> dict[str, Any]:

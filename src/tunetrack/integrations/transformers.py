@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 from ..monitoring.health import diverged
 from ..tracker import Tracker
 from .support import resume as auto_resume
-from .support.completions import CompletionFiles
+from .support.completions import CompletionFiles, Rewards
 from .support.throughput import Throughput
 from .support.trials import Trial, Trials, mark_pruned
 
@@ -67,6 +67,7 @@ class TunetrackCallback(TrainerCallback):
         self._final_logged = False  # the current train() logged its final record (train_loss)
         self._throughput: Throughput | None = None
         self._completions = CompletionFiles()
+        self._rewards = Rewards()  # a GRPO trainer's reward functions, for its tables' total reward
 
     @property
     def _recording(self) -> bool:
@@ -215,6 +216,7 @@ class TunetrackCallback(TrainerCallback):
             if self._recording:
                 assert self.tracker is not None
                 row = self._row(logs, state)  # a copy: other callbacks see the Trainer's dict unchanged
+                self._rewards.learn(row)
                 if self._throughput is not None:
                     row.update(self._throughput.update(state.global_step, time.time(), logs))
                 self.tracker.log(row, step=state.global_step)
@@ -264,7 +266,7 @@ class TunetrackCallback(TrainerCallback):
     def _collect_completions(self, args: Any) -> None:
         """Record the generations TRL wrote since the last call (``log_completions=True``)."""
         assert self.tracker is not None
-        self._completions.collect(Path(args.output_dir) / "completions", self.tracker)
+        self._completions.collect(Path(args.output_dir) / "completions", self.tracker, self._rewards, args)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._recording and state.is_world_process_zero:

@@ -17,6 +17,7 @@ from .. import config, states
 from .as_json import provenance
 from .console import Line
 from .run import Run
+from .names import config_key
 from .samples import IMAGE, cell_text, merge_columns, select, steps_of
 
 #: what a fact without a value reads
@@ -212,6 +213,29 @@ def run_text(run: Run) -> dict[str, Any]:
 
 
 # -- samples -----------------------------------------------------------------------------------------
+#: how each trainer that writes tables of completions is told to (its option is off by default)
+COMPLETIONS_OFF = (
+    "TRL and ms-swift record GRPO completions only when asked: GRPOConfig(log_completions=True), "
+    "or --log_completions true"
+)
+
+
+def samples_listed(run: Run) -> str:
+    """What tables of samples ``run`` holds, and how to read them (``tunetrack show``, an agent):
+    ``completions: 320 rows at 40 steps (tunetrack samples RUN completions --last)``; for a run with
+    none, why, where a trainer's ``log_completions`` was left off."""
+    index = run.sample_index()
+    if not index:
+        flat = run.flat_config
+        key = config_key(flat, "log_completions")
+        off = key is not None and flat[key] is False
+        return f"none: {COMPLETIONS_OFF}" if off else "none"
+    return "; ".join(
+        f"{key}: {sum(steps.values()):,} rows at {len(steps):,} step{'s' if len(steps) != 1 else ''}"
+        for key, steps in index.items()
+    ) + f" (tunetrack samples {run.name if ' ' not in run.name else run.id} {next(iter(index))} --last)"
+
+
 def clip(text: str, chars: int) -> str:
     """``text`` cut to ``chars`` characters, with a marker saying how much was left out (a text of
     many lines keeps its lines: ``short`` makes one line for a terminal's table instead)."""

@@ -79,11 +79,13 @@ def unknown(
     known: Iterable[str],
     other: Iterable[str] = (),
     tags: Iterable[str] = (),
+    holder: str = "run",
 ) -> UnknownName:
     """``no run has metric 'eval/loss:best'; did you mean eval_loss:best?``: the error for a ``what``
     (metric, config key, column) called ``name`` that nothing holds, offering the closest of
     ``known`` (names of the same kind), then of ``other`` (of another kind: ``config.lr`` for a metric
-    ``lr``), and quotes for a bare word that is a state or a tag (``state = failed``). A metric's
+    ``lr``), and quotes for a bare word that is a state or a tag (``state = failed``); ``holder``
+    is what should have had it (a run, a table of samples). A metric's
     aggregate (``:best``) and a config key's ``config.`` are kept out of the likeness and put back."""
     prefix = "config." if name.startswith("config.") else ""
     base = name[len(prefix) :]
@@ -102,7 +104,7 @@ def unknown(
         hint = f" (there are {', '.join(prefix + k for k in shown[:8])}{more})"
     else:
         hint = ""
-    return UnknownName(f"no run has {what} {name!r}{hint}")
+    return UnknownName(f"no {holder} has {what} {name!r}{hint}")
 
 
 def _closest_of(base: str, names: Iterable[str]) -> list[str]:

@@ -20,6 +20,7 @@ from itertools import zip_longest
 from typing import Any
 
 from ..store import codec
+from .names import unknown
 
 # -- column types, as readers show them --
 NUMBER = "number"
@@ -234,6 +235,7 @@ def select(
     ``re.error`` for a bad one); sorted by ``sort`` (``COLUMN`` or ``COLUMN:desc``, a column of the
     row or one of ``META``; empty cells last), at most ``limit`` of them."""
     pattern = re.compile(grep) if grep else None
+    order = sort_spec(sort, samples) if sort else None
     out = []
     for sample in samples:
         row = sample["row"]
@@ -246,10 +248,29 @@ def select(
         if pattern is not None and not _matches(pattern, row):
             continue
         out.append(sample)
-    if sort:
-        column, _, order = sort.partition(":")
-        out = sort_samples(out, column, descending=order.lower() == "desc")
+    if order is not None:
+        out = sort_samples(out, *order)
     return out[:limit] if limit is not None else out
+
+
+def sort_spec(sort: str, samples: Iterable[dict[str, Any]]) -> tuple[list[str], bool]:
+    """``COLUMN[:asc|desc]`` as (the columns, descending): a column of the rows, one of ``META``, or
+    a sum of columns (``has_digit+short:desc``, what a GRPO run's reward functions add up to). A
+    column none of ``samples`` has is an ``UnknownName`` naming the closest; an order other than
+    asc or desc a ``ValueError``."""
+    spec, colon, order = sort.rpartition(":") if ":" in sort else (sort, "", "asc")
+    if colon and order.lower() not in ("asc", "desc"):
+        raise ValueError(f"--sort: {order!r} is no order: give COLUMN:asc or COLUMN:desc")
+    columns = [c.strip() for c in spec.split("+")]
+    if not all(columns):
+        raise ValueError(f"--sort: {sort!r}: give a column, or columns joined by +")
+    known: dict[str, None] = dict.fromkeys(META)
+    for sample in samples:
+        known.update(dict.fromkeys(sample["row"]))
+    for column in columns:
+        if column not in known:
+            raise unknown("column", column, [c for c in known if c not in META], holder="table of samples")
+    return columns, order.lower() == "desc"
 
 
 def _matches(pattern: re.Pattern[str], row: dict[str, Any]) -> bool:
@@ -266,20 +287,41 @@ def _matches(pattern: re.Pattern[str], row: dict[str, Any]) -> bool:
 
 
 def sort_samples(
-    samples: list[dict[str, Any]], column: str, descending: bool = False
+    samples: list[dict[str, Any]], columns: str | Sequence[str], descending: bool = False
 ) -> list[dict[str, Any]]:
-    """Sorted by one column: numbers by value, anything else by its text; empty cells (None, NaN)
-    last in either order."""
+    """Sorted by one column, or by the sum of several (their numbers; empty when none has one):
+    numbers by value, anything else by its text; empty cells (None, NaN) last in either order."""
+    names = [columns] if isinstance(columns, str) else list(columns)
 
-    def value(sample: dict[str, Any]) -> Any:
+    def cell(sample: dict[str, Any], column: str) -> Any:
         row = sample["row"]
         return row.get(column) if column in row or column not in META else sample.get(column)
+
+    def value(sample: dict[str, Any]) -> Any:
+        if len(names) == 1:
+            return cell(sample, names[0])
+        numbers = [v for c in names if _number(v := cell(sample, c)) and not _empty(v)]
+        return math.fsum(numbers) if numbers else None
 
     present = [s for s in samples if not _empty(value(s))]
     empty = [s for s in samples if _empty(value(s))]
     numbers = all(isinstance(value(s), (int, float)) for s in present)
     key = (lambda s: float(value(s))) if numbers else (lambda s: cell_text(value(s)))
     return sorted(present, key=key, reverse=descending) + empty
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: control characters (C0 but newline and tab, DEL, C1): a terminal would act on them
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written out (``\\x1b``, ``\\r``): a model's output shown in a
+    terminal can neither retitle the window, clear the screen nor overwrite a line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _empty(value: Any) -> bool:

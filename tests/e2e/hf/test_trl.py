@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 from _tiny import LINES, build_model, build_tokenizer
 from datasets import Dataset
 
@@ -149,8 +150,16 @@ def test_grpo_with_completions(tmp_path, root):
         "length",
         "advantage",
     ]
-    assert [list(s["row"]) for s in got] == [list(row) for row in theirs]
-    assert all(_same(s["row"], row) for s, row in zip(got, theirs))
+    # TRL's rows, and the total reward beside the reward functions' columns (TRL's table has none)
+    assert [list(s["row"]) for s in got] == [
+        ["step", "prompt", "completion", "length_reward", "broken_reward", "reward", "length", "advantage"]
+        for _ in theirs
+    ]
+    assert all(_same({k: v for k, v in s["row"].items() if k != "reward"}, row) for s, row in zip(got, theirs))
+    for step in (1, 2, 3):  # the trainer's own `reward` metric is the mean of the rows' totals
+        totals = [s["row"]["reward"] for s in got if s["step"] == step]
+        logged = run.series("reward")
+        assert math.fsum(totals) / len(totals) == pytest.approx(logged.values[logged.steps == step][0])
     assert all(
         isinstance(s["row"]["length_reward"], float) and math.isnan(s["row"]["broken_reward"]) for s in got
     )
@@ -160,6 +169,7 @@ def test_grpo_with_completions(tmp_path, root):
         "completion": "text",
         "length_reward": "number",
         "broken_reward": "number",
+        "reward": "number",
         "length": "number",
         "advantage": "number",
     }

@@ -5,11 +5,11 @@ for a reference only, and ``Run.samples`` reading old ``text`` events the same w
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 import math
 import re
 import threading
 import warnings
+from types import SimpleNamespace
 
 import msgpack
 import numpy as np

@@ -16,8 +16,8 @@ from typing import Any
 from .. import config, states
 from .as_json import provenance
 from .console import Line
-from .run import Run
 from .names import config_key
+from .run import Run
 from .samples import IMAGE, cell_text, merge_columns, select, steps_of
 
 #: what a fact without a value reads
@@ -230,10 +230,13 @@ def samples_listed(run: Run) -> str:
         key = config_key(flat, "log_completions")
         off = key is not None and flat[key] is False
         return f"none: {COMPLETIONS_OFF}" if off else "none"
-    return "; ".join(
-        f"{key}: {sum(steps.values()):,} rows at {len(steps):,} step{'s' if len(steps) != 1 else ''}"
-        for key, steps in index.items()
-    ) + f" (tunetrack samples {run.name if ' ' not in run.name else run.id} {next(iter(index))} --last)"
+    return (
+        "; ".join(
+            f"{key}: {sum(steps.values()):,} rows at {len(steps):,} step{'s' if len(steps) != 1 else ''}"
+            for key, steps in index.items()
+        )
+        + f" (tunetrack samples {run.name if ' ' not in run.name else run.id} {next(iter(index))} --last)"
+    )
 
 
 def clip(text: str, chars: int) -> str:

@@ -155,7 +155,9 @@ def test_grpo_with_completions(tmp_path, root):
         ["step", "prompt", "completion", "length_reward", "broken_reward", "reward", "length", "advantage"]
         for _ in theirs
     ]
-    assert all(_same({k: v for k, v in s["row"].items() if k != "reward"}, row) for s, row in zip(got, theirs))
+    assert all(
+        _same({k: v for k, v in s["row"].items() if k != "reward"}, row) for s, row in zip(got, theirs)
+    )
     for step in (1, 2, 3):  # the trainer's own `reward` metric is the mean of the rows' totals
         totals = [s["row"]["reward"] for s in got if s["step"] == step]
         logged = run.series("reward")

@@ -376,7 +376,8 @@ def test_export_jsonl_round_trips_values(store, tmp_path):
     last = text.splitlines()[-1]
     assert '"odd": NaN' in last and '"big": Infinity' in last and '"none": null' in last
     out = tmp_path / "alpha.jsonl"
-    assert ok("export", a, "--dir", root, "--format", "jsonl", "-o", out) == ""
+    result = invoke("export", a, "--dir", root, "--format", "jsonl", "-o", out)
+    assert result.stdout == "" and result.stderr == f"wrote {len(rows)} rows to {out}\n"  # says what it did
     assert out.read_text() == text
 
 

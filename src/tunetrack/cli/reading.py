@@ -57,11 +57,14 @@ def ls_command(
     as_json: bool,
 ) -> None:
     """List runs, newest first (or by --sort), with their state, last step and last loss."""
-    from ..reader import list_runs, run_json, store_name
+    from ..reader import list_runs, no_project, run_json, store_name
     from ..reader.where import select
     from . import export, tables
 
-    runs = select(list_runs(dir, project=project, state=state, tags=list(tags)), where, sort, best)[:limit]
+    listed = list_runs(dir, project=project, state=state, tags=list(tags))
+    if project is not None and not listed and (missing := no_project(dir, project)):
+        raise click.ClickException(missing)
+    runs = select(listed, where, sort, best)[:limit]
     latest = [r.latest() for r in runs]
     if as_json:
         click.echo(
@@ -107,7 +110,7 @@ def compare_command(
 ) -> None:
     """One row per configuration of RUNS (or of a project's runs): how many runs, the mean ± std, min
     and max of a metric's aggregate over them (the seeds of a sweep, folded)."""
-    from ..reader import list_runs, open_run
+    from ..reader import list_runs, no_project, open_run, store_name
     from ..reader.groups import group_runs
     from ..reader.where import select
     from . import export, tables
@@ -118,7 +121,13 @@ def compare_command(
         chosen = list({r.id: r for r in (open_run(ref, dir=dir) for ref in runs)}.values())
     else:
         chosen = list_runs(dir, project=project)
-    keys, groups = group_runs(select(chosen, where, None, best), group_by, metric, best)
+        if not chosen:
+            missing = no_project(dir, project) if project else None
+            raise click.ClickException(missing or f"no runs in {store_name(dir)}")
+    picked = select(chosen, where, None, best)
+    if not picked:
+        raise click.ClickException(f"no runs match --where {where!r} ({len(chosen)} runs looked at)")
+    keys, groups = group_runs(picked, group_by, metric, best)
     if as_json:
         click.echo(export.dumps({"keys": keys, "metric": metric, "groups": [g.as_json() for g in groups]}))
     else:
@@ -128,16 +137,18 @@ def compare_command(
 @click.command("show")
 @run_argument()
 @dir_option()
+@click.option("--full", is_flag=True, help="Every config key, event and system metric.")
 @json_option("Metadata, config, summary, events and system metrics as JSON.")
 @friendly
-def show_command(run: str, dir: str | None, as_json: bool) -> None:
-    """Show one run: metadata, config, summary, events, system metrics and a plot of the main metrics."""
+def show_command(run: str, dir: str | None, full: bool, as_json: bool) -> None:
+    """Show one run: metadata and its samples, the config keys that matter, summary, the last events,
+    the main system metrics, the error and the console lines before it, a plot of the main metrics."""
     from ..reader import open_run, run_json
     from . import export, tables
 
     r = open_run(run, dir=dir)
     if not as_json:
-        tables.show(r)
+        tables.show(r, full)
         return
     record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
     click.echo(export.dumps(record))
@@ -253,7 +264,7 @@ def export_command(run: str, dir: str | None, fmt: str, output: str | None, syst
         output = output or f"{r.id}{'-system' if system else ''}.parquet"
     with tables.progress(f"exporting {r.id}", len(rows)) as advance:
         count = export.write(tables.counted(rows, advance), fields, fmt, output)
-    if fmt == "parquet":
+    if output is not None:  # on stdout the rows are the answer; into a file, say what was written
         click.echo(f"wrote {count} rows to {output}", err=True)
 
 

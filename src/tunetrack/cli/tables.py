@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatchcase
 from typing import Any, TypeVar
 
 from rich.console import Console
@@ -23,10 +24,12 @@ from ..reader.as_text import (
     duration,
     event_text,
     facts,
+    key_config,
     last_lines,
     notes,
     number,
     sample_columns,
+    samples_listed,
     short,
     state,
     summary_rows,
@@ -121,12 +124,18 @@ def _section(title: str, *columns: str) -> Table:
     return table
 
 
+def _caption(table: Table, text: str) -> None:
+    """A note under ``table``, on one line (the table is made at least as wide)."""
+    table.caption, table.caption_justify = text, "left"
+    table.min_width = len(text)
+
+
 def head_table(run: Run) -> Table:
     """Metadata: identity, state, times, hosts, git, command line, versions, what was not kept."""
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    for label, value in facts(run):
+    for label, value in [*facts(run), ("samples", samples_listed(run))]:
         if label == "command":
             value = short(value, 120)  # one line, however long the command
         head.add_row(label, state_text(value) if label == "state" else Text(value))
@@ -143,12 +152,17 @@ def notes_table(run: Run) -> Table | None:
     return table
 
 
-def config_table(run: Run) -> Table | None:
+def config_table(run: Run, full: bool = True) -> Table | None:
+    """The config: every key, or (``full=False``) the keys that matter (``as_text.key_config``) and
+    how many more there are."""
     flat = run.flat_config
     if not flat:
         return None
+    rows, more = (list(flat.items()), 0) if full else key_config(run)
     table = _section("config", "key", "value")
-    for key, value in flat.items():
+    if more:
+        _caption(table, f"{more} more keys with --full")
+    for key, value in rows:
         table.add_row(Text(key), Text(short(config_text(value))))
     return table
 
@@ -164,36 +178,55 @@ def summary_table(summary: dict[str, dict[str, Any]]) -> Table | None:
     return table
 
 
-def events_table(events: list[dict[str, Any]]) -> Table | None:
+def events_table(events: list[dict[str, Any]], last: int | None = None) -> Table | None:
+    """The events, or their ``last`` few and how many came before."""
     if not events:
         return None
+    shown = events[-last:] if last else events
     table = _section("events", "step", "kind", "time", "details")
-    for e in events:
+    if len(shown) < len(events):
+        _caption(table, f"the last {len(shown)} of {len(events)} events (--full: all)")
+    for e in shown:
         table.add_row(number(e["step"]), Text(e["kind"]), when(e["time"]), Text(event_text(e, 40)))
     return table
 
 
-def system_table(system: dict[str, dict[str, Any]]) -> Table | None:
+#: the system metrics ``tunetrack show`` prints without ``--full``: the GPUs, the host, the process
+SYSTEM_SHOWN = ("gpu.*.util", "gpu.*.memory.used_bytes", "cpu.percent", "mem.used_bytes", "proc.rss_bytes")
+
+
+def system_table(system: dict[str, dict[str, Any]], full: bool = True) -> Table | None:
     if not system:
         return None
     table = _section("system", "last value of")
     for node in system:
         table.add_column(node, justify="right")
-    for key in sorted({k for values in system.values() for k in values}):
+    every = sorted({k for values in system.values() for k in values})
+    keys = every if full else [k for k in every if any(fnmatchcase(k, p) for p in SYSTEM_SHOWN)]
+    if len(keys) < len(every):
+        _caption(table, f"{len(every) - len(keys)} more with --full")
+    for key in keys:
         table.add_row(Text(key), *(number(values.get(key)) for values in system.values()))
     return table
 
 
-def show(run: Run) -> None:
-    """``tunetrack show``: metadata, notes, config, summary, events, system metrics, the error, a plot."""
+#: events ``tunetrack show`` prints without ``--full``
+EVENTS_SHOWN = 10
+
+
+def show(run: Run, full: bool = False) -> None:
+    """``tunetrack show``: metadata (with the samples the run holds), notes, config, summary, events,
+    system metrics, the error, the console lines before it, a plot. A Trainer run fits in about two
+    screens: without ``full``, the config's keys that matter, the last events, the main system
+    metrics."""
     out = console()
     out.print(head_table(run))
     parts = [
         notes_table(run),
-        config_table(run),
+        config_table(run, full),
         summary_table(run.summary()),
-        events_table(run.events()),
-        system_table(run.system_summary()),
+        events_table(run.events(), None if full else EVENTS_SHOWN),
+        system_table(run.system_summary(), full),
     ]
     for part in parts:
         if part is not None:
@@ -205,8 +238,9 @@ def show(run: Run) -> None:
         out.print(Text(run.error.rstrip()))
     lines = last_lines(run)
     if lines:
+        before = " before the traceback" if run.error else ""
         out.print()
-        out.print(Text(f"last {len(lines)} console lines (tunetrack logs {run.id})", style="bold"))
+        out.print(Text(f"last {len(lines)} console lines{before} (tunetrack logs {run.id})", style="bold"))
         for line in lines:
             out.print(Text(line), soft_wrap=True)
     chart = plot(run, width=min(80, out.width))

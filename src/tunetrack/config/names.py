@@ -55,6 +55,36 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "num_generations": ("args.num_generations", "num_generations", "*.num_generations"),
 }
 
+#: where the adapters put a framework's own arguments (a Trainer's hundred-odd ``args``, a model's
+#: config, LLaMA Factory's and ms-swift's argument groups): most of it defaults, which ``tunetrack
+#: show`` leaves to ``--full`` and shows the keys below, the aliases' and the user's own instead
+FRAMEWORK_GROUPS = (
+    "args",
+    "model_config",
+    "peft_config",
+    "model_args",
+    "data_args",
+    "training_args",
+    "finetuning_args",
+    "generating_args",
+    "llamafactory",
+    "swift",
+    "args_json",
+)
+#: keys of those groups that say what was trained, shown with the aliases' keys
+MODEL_KEYS = (
+    "model_config.model_type",
+    "model_config._name_or_path",
+    "peft_config.*.peft_type",
+    "peft_config.*.target_modules",
+    "args.gradient_accumulation_steps",
+    "args.lr_scheduler_type",
+    "args.bf16",
+    "args.reward_weights",
+    "args.loss_type",
+    "args.max_completion_length",
+)
+
 #: keys that only keep books: each run has its own value (where its files go, its name, its seed, its
 #: trial's number), so ``compare --group-by all-but-seed`` leaves them out. Glob patterns over the
 #: key's last part, or over the whole key where it holds a dot.
@@ -81,6 +111,11 @@ def patterns(name: str) -> tuple[str, ...]:
     then any key it ends (``learning_rate`` finds ``args.learning_rate``, the flat name W&B's
     Trainer integration records)."""
     return tuple(dict.fromkeys((name, *ALIASES.get(name, ()), f"*.{name}")))
+
+
+def framework_key(key: str) -> bool:
+    """Whether ``key`` is in one of the ``FRAMEWORK_GROUPS`` (else the user's own, or tunetrack's)."""
+    return key.split(".", 1)[0] in FRAMEWORK_GROUPS
 
 
 def bookkeeping(key: str) -> bool:

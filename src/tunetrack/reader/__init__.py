@@ -9,7 +9,7 @@ from .as_json import provenance, run_json
 from .as_text import differing, run_text
 from .catalog import Catalog
 from .downsample import chart_points, m4, thin
-from .find import list_runs, open_run, run_exists, store_name
+from .find import list_runs, no_project, open_run, run_exists, store_name
 from .run import Run
 from .series import Series, numeric_values, present
 
@@ -21,6 +21,7 @@ __all__ = [
     "chart_points",
     "differing",
     "list_runs",
+    "no_project",
     "m4",
     "numeric_values",
     "open_run",

@@ -9,11 +9,15 @@ wrote a report).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
+from fnmatch import fnmatchcase
 from typing import Any
 
-from .. import config, states
+from .. import config, failures, states
+from ..config import names
+from ..errors import AmbiguousName
 from .as_json import provenance
 from .console import Line
 from .names import config_key
@@ -24,6 +28,10 @@ from .samples import IMAGE, cell_text, merge_columns, select, steps_of
 NONE = "—"
 #: console lines shown for a run that did not finish
 LAST_LINES = 20
+#: how far before its end a run's traceback may begin for ``last_lines`` to show what came before it
+TRACEBACK_LINES = 200
+#: config keys ``tunetrack show`` shows without ``--full``
+KEY_CONFIG = 30
 #: states whose run shows its last console lines: the reason is usually there
 ENDED_BADLY = (states.FAILED, states.KILLED, states.CRASHED)
 #: a table of samples in a report or the notebook panel: at most this many rows, this many characters
@@ -61,11 +69,33 @@ def line_text(line: Line, ranks: bool = True) -> str:
 
 def last_lines(run: Run, count: int = LAST_LINES) -> list[str]:
     """The last console lines of a run that failed, was killed or crashed (``line_text``); none for
-    any other."""
+    any other. A run that failed with a traceback shows it whole already: its lines are those printed
+    before the traceback began (the progress that says how far it got), not the traceback again."""
     if run.state not in ENDED_BADLY:
         return []
-    lines = run.console(tail=count)
+    lines = run.console(tail=count + TRACEBACK_LINES if run.error else count)
+    if run.error:
+        starts = [i for i, line in enumerate(lines) if line.text.startswith(failures.TRACEBACK)]
+        lines = lines[: starts[0]] if starts else lines
+    lines = lines[-count:]
     return [line_text(line, len({x.rank for x in lines}) > 1) for line in lines]
+
+
+def key_config(run: Run) -> tuple[list[tuple[str, Any]], int]:
+    """The config keys that matter, and how many others there are: the user's own keys, then what
+    the short names find (``lr``: ``args.learning_rate``) and the keys that say what was trained
+    (``config.names``); not the hundreds a framework records of its defaults (``tunetrack show``
+    leaves them to ``--full``)."""
+    flat = run.flat_config
+    keys = [k for k in flat if not names.framework_key(k)]
+    for name in names.ALIASES:
+        with contextlib.suppress(AmbiguousName):
+            found = config_key(flat, name)
+            if found is not None:
+                keys.append(found)
+    keys += [k for pattern in names.MODEL_KEYS for k in flat if fnmatchcase(k, pattern)]
+    shown = list(dict.fromkeys(keys))[:KEY_CONFIG]
+    return [(k, flat[k]) for k in shown], len(flat) - len(shown)
 
 
 def duration(run: Run) -> str:

@@ -10,6 +10,7 @@ from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
 from ..store import Store, open_store
 from ..store.memory import no_cyclic_gc
+from .names import closest
 from .run import Run
 
 
@@ -69,6 +70,19 @@ def list_runs(
     return sorted(runs, key=lambda r: r.created, reverse=True)
 
 
+def no_project(dir: str | os.PathLike[str] | None, project: str) -> str | None:
+    """What a user is told when no run of the store is in ``project`` (None when one is): the
+    projects there are, the closest first."""
+    projects = sorted({r.project for r in all_runs(store_at(dir)) if r.project})
+    if project in projects:
+        return None
+    close = closest(project, projects)
+    hint = (
+        f"; did you mean {' or '.join(close)}?" if close else f" (projects: {', '.join(projects) or 'none'})"
+    )
+    return f"no runs in project {project!r} in {store_name(dir)}{hint}"
+
+
 def open_run(ref: str, dir: str | os.PathLike[str] | None = None) -> Run:
     """A run by id, unique name, or unique id prefix."""
     return find_run(store_at(dir), ref)
@@ -84,7 +98,9 @@ def find_run(store: Store, ref: str) -> Run:
     if len(found) > 1:
         names = ", ".join(f"{r.id} ({r.name})" for r in found[:10])
         raise AmbiguousRun(f"{ref!r} matches {len(found)} runs: {names}")
-    raise RunNotFound(f"no run {ref!r} in {store}")
+    close = closest(ref, [r.name for r in all_runs(store)])
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    raise RunNotFound(f"no run {ref!r} in {store}{hint}")
 
 
 def named(store: Store, ref: str) -> list[Run]:

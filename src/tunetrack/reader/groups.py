@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 from ..config import same
 from ..config.names import bookkeeping
 from ..metric_keys import minimized
-from .names import config_key, unknown
+from .names import config_key, short_names, unknown
 from .where import MISSING, Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
     from .run import Run
 
+#: how many runs' configs an unknown group key's suggestions look at
+KNOWN = 200
 #: ``--group-by all-but-seed``: every config key but the seeds and the other bookkeeping
 ALL_BUT_SEED = "all-but-seed"
 
@@ -138,7 +140,7 @@ def partition(
         groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key)).runs.append(item)
     missing = [k for k in explicit if k not in found]
     if missing and items:
-        every = {k for flat in flat_configs for k in flat}
+        every = [*short_names(flat_configs[:KNOWN]), *{k: None for flat in flat_configs for k in flat}]
         raise unknown("config key", f"config.{missing[0]}", [f"config.{k}" for k in every])
     out = list(groups.values())
     if not explicit and len(out) > 1:

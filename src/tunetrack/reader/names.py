@@ -10,6 +10,7 @@ Every reader that takes a name from a person goes through here: ``--where`` and 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -18,7 +19,7 @@ from functools import cache
 from typing import Any
 
 from ..config import same
-from ..config.names import patterns
+from ..config.names import ALIASES, patterns
 from ..errors import AmbiguousName, UnknownName
 from ..metric_keys import spellings
 from ..states import STATES
@@ -54,6 +55,19 @@ def config_key(flat: Mapping[str, Any], name: str) -> str | None:
                 f"config key {name!r} could be {', '.join(found[:5])}, which differ: name one in full"
             )
     return None
+
+
+def short_names(flats: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The short names (``config.names.ALIASES``: ``lr``, ``lora.r``) that find a key in one of
+    ``flats``: names an error may offer beside the keys themselves."""
+    out: dict[str, None] = {}
+    for flat in flats:
+        for name in ALIASES:
+            if name not in out and name not in flat:
+                with contextlib.suppress(AmbiguousName):
+                    if config_key(flat, name) is not None:
+                        out[name] = None
+    return list(out)
 
 
 def metric_key(has: Callable[[str], bool], name: str) -> str | None:

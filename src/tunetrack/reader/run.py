@@ -247,13 +247,14 @@ class Run:
     def series(self, key: str, strict: bool = True) -> Series:
         """All visible points of one metric (numeric keys come back as a float or int array). ``key``
         may be spelled as another framework spells it (``eval/loss`` reads a Trainer run's
-        ``eval_loss``: ``metric_keys.spellings``). A key the run never logged is an ``UnknownName``
-        naming its closest keys; with ``strict=False`` an empty series (what an overlay of several
-        runs wants of the runs without it)."""
+        ``eval_loss``: ``metric_keys.spellings``). A key an ended run never logged is an
+        ``UnknownName`` naming its closest keys (a running run may log it yet: an empty series); with
+        ``strict=False`` an empty series (what an overlay of several runs wants of the runs without
+        it)."""
         blocks = self._records.blocks
         logged = self.keys()
         found = metric_key(set(logged).__contains__, key)
-        if found is None and strict:
+        if found is None and strict and self.state != states.RUNNING:
             raise unknown("metric", key, logged)
         return series(blocks, found or key)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..metric_keys import spellings
 from .find import load
 from .groups import Group, metric_field, partition, values_of
+from .names import short_names
 from .series import numeric_values, present
 from .where import MISSING, Field, Known, Lookup, WhereError, lookup_from, parse, require
 from .where import field as parse_field
@@ -157,9 +158,8 @@ def select(
     lookups = {row["id"]: row_lookup(row, config) for row in rows}
 
     def known() -> Known:
-        flats: dict[str, None] = {}
-        for row in rows[:KNOWN_CONFIGS]:
-            flats.update(dict.fromkeys(config(row)))
+        first = [config(row) for row in rows[:KNOWN_CONFIGS]]
+        flats = dict.fromkeys([*short_names(first), *(k for flat in first for k in flat)])
         tags = {t for row in rows for t in row.get("tags") or []}
         return Known(catalog.keys(), list(flats), sorted(tags))
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from .. import aggregates
 from ..metric_keys import minimized, spellings
 from ..store.memory import no_cyclic_gc
-from .names import config_key, unknown
+from .names import config_key, short_names, unknown
 
 if TYPE_CHECKING:
     from .run import Run
@@ -419,6 +419,7 @@ def known_of(runs: Sequence[Run]) -> Known:
         metrics.update(dict.fromkeys(run.aggregates()))
         config.update(dict.fromkeys(run.flat_config))
         tags.update(dict.fromkeys(run.tags))
+    config = {**dict.fromkeys(short_names(r.flat_config for r in runs[:200])), **config}
     return Known(list(metrics), list(config), list(tags))
 
 

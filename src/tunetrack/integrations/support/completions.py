@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from ...tracker import Tracker
@@ -53,7 +53,8 @@ class Rewards:
         return [1.0] * len(self.names)
 
     def total(self, row: Mapping[str, Any], weights: Sequence[float]) -> float:
-        return math.fsum(w * float(v) for w, n in zip(weights, self.names) if _finite(v := row.get(n)))
+        values = [row.get(n) for n in self.names]
+        return math.fsum(w * float(v) for w, v in zip(weights, values) if _finite(v))
 
     def where(self, columns: Sequence[str]) -> int | None:
         """Where the total goes among ``columns``: after the last reward function's; None when the
@@ -63,7 +64,7 @@ class Rewards:
         return max(list(columns).index(n) for n in self.names) + 1
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -56,6 +56,8 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "mlflow",  # the mlflow backend, into a real mlflow server
             "trackio",  # the trackio backend, read back through trackio's storage API
             "wandb",  # the wandb backend, offline run files read with W&B's protobuf schema
+            "duckdb>=1.2",  # tunetrack query and the mcp tools, on the runs the callback records
+            "mcp>=1.2",
         ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)

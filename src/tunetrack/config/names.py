@@ -41,7 +41,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "*.batch_size",
     ),
     "epochs": ("args.num_train_epochs", "epochs", "num_train_epochs", "*.num_train_epochs", "*.epochs"),
-    "max_steps": ("args.max_steps", "max_steps", "*.max_steps", "*.max_steps_per_epoch"),
+    "max_steps": ("args.max_steps", "max_steps", "*.max_steps"),
     "weight_decay": ("args.weight_decay", "optimizer.weight_decay", "weight_decay", "*.weight_decay"),
     "warmup_steps": ("args.warmup_steps", "lr_scheduler.num_warmup_steps", "warmup_steps", "*.warmup_steps"),
     "model": (
@@ -49,6 +49,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
         "model_name_or_path",
         "*.model_name_or_path",
         "model_config._name_or_path",
+        "*model_args.model",
         "model",
     ),
     "beta": ("args.beta", "beta", "*.beta"),

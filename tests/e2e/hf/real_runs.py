@@ -4,7 +4,7 @@ tiny models trained on CPU, each job its own process (console captured, system m
 ended by the process's exit as a user's script ends it).
 
 - ``grpo/grpo-digit``: TRL's GRPOTrainer, two reward functions (``has_digit``, ``short``) weighed
-  1 and 0.5, completions logged (``log_completions=True``);
+  1 and 0.5, completions logged (``log_completions=True``), a checkpoint every 3 steps;
 - ``grpo/grpo-nolog``: the same with TRL's default ``log_completions=False``;
 - ``sft-sweep``: SFTTrainer + LoRA (q, v), lr in {3e-3, 3e-2} x r in {4, 16} x seed in {0, 1}, an
   evaluation every 4 steps (``eval_loss``), named ``sft-lr<lr>-r<r>-s<seed>``;
@@ -79,7 +79,7 @@ def grpo(out: str, name: str, steps: int, log_completions: bool) -> None:
         learning_rate=1e-3,
         reward_weights=[1.0, 0.5],
         **options,
-        **COMMON,
+        **{**COMMON, "save_strategy": "steps", "save_steps": 3, "save_total_limit": 1},
     )
     GRPOTrainer(
         model=build_model(tok),
@@ -165,7 +165,6 @@ def job(*args: str) -> subprocess.Popen:
 def record(store: Path, work: Path) -> None:
     """Record every run into ``store``, one job at a time (``work`` holds the trainers' output folders)."""
     os.environ["TUNETRACK_DIR"] = str(store)
-    os.environ.setdefault("TUNETRACK_SYSTEM_INTERVAL", "2")
     jobs = [
         ("grpo", str(work / "grpo-digit"), "grpo-digit", "6", "1"),
         ("grpo", str(work / "grpo-nolog"), "grpo-nolog", "2", "0"),

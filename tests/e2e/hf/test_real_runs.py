@@ -93,7 +93,9 @@ def eval_min(run) -> float:
 
 def table_rows(text: str) -> list[list[str]]:
     """The body rows of a rich table as cells."""
-    return [[c.strip() for c in line.strip().strip("│").split("│")] for line in text.splitlines() if "│" in line]
+    return [
+        [c.strip() for c in line.strip().strip("│").split("│")] for line in text.splitlines() if "│" in line
+    ]
 
 
 # -- the README's "Answers, not only records" -----------------------------------------------------------

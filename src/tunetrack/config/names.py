@@ -98,11 +98,11 @@ BOOKKEEPING = (
     "*timestamp*",
     "resume_from_checkpoint",
     "local_rank",
+    "trial.name",
     "trial.number",
     "trial.state",
     "trial.pruned",
-    "trial.value",
-    "trial.datetime_*",
+    "trial.started",
     "trial.duration",
 )
 

@@ -12,6 +12,7 @@ import yaml
 
 from helpers import SRC
 from tunetrack.reader import list_runs
+from tunetrack.reader.names import config_key
 
 STUBS = os.path.join(os.path.dirname(__file__), "stubs")
 
@@ -73,6 +74,14 @@ def test_sft(tmp_path, root, assets, finetuning_type):
     assert config["data_args"]["cutoff_len"] == 64 and "generating_args" in config
     assert config["llamafactory"]["learning_rate"] == 0.002  # the key=value override
     assert config["args"]["learning_rate"] == 0.002
+    # the short names find LLaMA Factory's keys (docs/names.md); its learning rate recorded twice, equal
+    flat = run.flat_config
+    assert (
+        config_key(flat, "lr") == "args.learning_rate"
+        and config_key(flat, "model") == "model_args.model_name_or_path"
+    )
+    if finetuning_type == "lora":
+        assert flat[config_key(flat, "lora.r")] == config["finetuning_args"]["lora_rank"]
 
 
 def test_dpo(tmp_path, root, assets):

@@ -7,10 +7,12 @@ from __future__ import annotations
 import math
 import sys
 
+import pytest
 from swift_run import BIN, COMMON, run_swift
 
 from tunetrack import open_run
 from tunetrack.reader import list_runs
+from tunetrack.reader.names import config_key
 
 DROP_IN = [sys.executable, "-m", "tunetrack.integrations.swift"]
 
@@ -50,6 +52,15 @@ def test_sft_lora_with_eval_through_the_plugin(tmp_path, root, assets, plugin):
     assert "hf_secret_value" not in str(config) and "sw_secret_value" not in str(config)
     assert flat["args.hub_token"] == "***REDACTED***" and "hub_token" not in groups["base_args"]
     assert flat["swift.swanlab_args.swanlab_token"] == "***REDACTED***"
+    # the short names find ms-swift's keys (docs/names.md)
+    found = {name: config_key(flat, name) for name in ("lr", "lora.r", "lora.alpha", "max_steps", "model")}
+    assert found == {
+        "lr": "args.learning_rate",
+        "lora.r": "peft_config.default.r",
+        "lora.alpha": "peft_config.default.lora_alpha",
+        "max_steps": "args.max_steps",
+        "model": "swift.model_args.model",
+    }
 
     assert run.series("loss").steps.tolist() == [1, 2, 3, 4]
     assert run.series("eval_loss").steps.tolist() == [2, 4]  # the last one after the last step
@@ -104,6 +115,13 @@ def test_grpo_rewards_and_completions(tmp_path, root, assets):
     assert [t["step"] for t in texts][:2] == [1, 2]
     first = texts[0]["rows"]
     assert len(first) == 2 and {"prompt", "completion", "Format", "advantages"} <= set(first[0])
+    # the total reward beside the one function's column (weight 1), its mean the trainer's own metric
+    assert list(first[0])[list(first[0]).index("Format") + 1] == "reward"
+    logged = run.series("reward")
+    for table in texts[:2]:
+        totals = [row["reward"] for row in table["rows"]]
+        assert totals == [row["Format"] for row in table["rows"]]
+        assert sum(totals) / len(totals) == pytest.approx(logged.values[logged.steps == table["step"]][0])
     assert (
         run.config["args"]["num_generations"] == 2 and run.config["swift"]["rlhf_args"]["rlhf_type"] == "grpo"
     )

@@ -18,6 +18,7 @@ from omegaconf import OmegaConf
 
 from helpers import SRC, wait_until
 from tunetrack.reader import list_runs
+from tunetrack.reader.names import config_key
 
 COMPONENT = "tunetrack.integrations.torchtune.TunetrackLogger"
 LOGGED = ("loss", "lr", "tokens_per_second_per_gpu", "perf/tokens_per_s")
@@ -205,6 +206,9 @@ def test_lora_finetune_lands_in_log_dir(tiny, tmp_path, mlflow_server):
     assert run.name.startswith("tt-") and run.tags == ["tiny", "lora"]
     assert_recorded(run, out)
     assert run.config["model"]["lora_rank"] == 4
+    flat = run.flat_config  # the short names find torchtune's keys (docs/names.md)
+    assert (config_key(flat, "lr"), config_key(flat, "lora.r")) == ("optimizer.lr", "model.lora_rank")
+    assert run.series("train/loss").values.tolist() == run.series("loss").values.tolist()
     lr = run.series("lr").values.tolist()
     assert lr[0] < lr[1] <= 1e-3  # the warm-up schedule, step by step
     assert (out / "epoch_0" / "adapter_model.safetensors").exists()

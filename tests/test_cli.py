@@ -8,6 +8,7 @@ import io
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -656,3 +657,11 @@ def test_help_imports_no_heavy_module():
         [sys.executable, "-m", "tunetrack", "--help"], capture_output=True, text=True, env=env, timeout=60
     )
     assert out.returncode == 0 and all(c in out.stdout for c in ("ls", "show", "diff", "export"))
+
+
+def test_the_cli_page_synopsis_lists_every_command():
+    """docs/cli.md opens with one line per command: a command added to the CLI is added there too."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    synopsis = page[page.index("```text") : page.index("```", page.index("```text") + 3)]
+    listed = set(re.findall(r"^tunetrack (\S+)", synopsis, flags=re.M))
+    assert listed == set(cli.commands)

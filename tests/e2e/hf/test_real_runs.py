@@ -565,7 +565,7 @@ def examples() -> list[tuple[str, str]]:
             m = re.match(r"\s*(?:\$ )?(tunetrack \S.*)", line)
             if inside and m:
                 command = re.split(r"\s{2,}#", m.group(1))[0].strip()
-                if not re.search(r"\[--|\[RUN|\[KEY|^tunetrack \w+ {2,}", command):  # no synopsis
+                if not re.search(r"\[--|\[RUN|\[KEY|^tunetrack [\w-]+ {2,}|BACKEND", command):  # no synopsis
                     out.append((page, command))
                     open_quote = command.count('"') % 2 == 1
     return out

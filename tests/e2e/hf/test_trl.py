@@ -7,19 +7,12 @@ import copy
 import pytest
 from _tiny import LINES, build_model, build_tokenizer
 from datasets import Dataset
+from real_runs import COMMON as TRAINING
 
 from tunetrack.integrations.transformers import TunetrackCallback
 from tunetrack.reader import open_run
 
-COMMON = dict(
-    per_device_train_batch_size=4,
-    logging_steps=1,
-    report_to="none",
-    save_strategy="no",
-    use_cpu=True,
-    disable_tqdm=True,
-    learning_rate=1e-3,
-)
+COMMON = {**TRAINING, "learning_rate": 1e-3}
 
 
 def test_sft(tmp_path, root):

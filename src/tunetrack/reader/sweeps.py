@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config.names import bookkeeping
 from ..metric_keys import spellings
 from .find import load
 from .groups import Group, metric_field, partition, values_of
@@ -274,11 +275,13 @@ def ranks(values: np.ndarray) -> np.ndarray:
 
 
 def _varying(flats: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The config keys whose scalar values are not all the same (a key some runs lack varies too)."""
+    """The config keys whose scalar values are not all the same (a key some runs lack varies too),
+    but those that only keep books (each run's output folder and name: ``config.names.bookkeeping``),
+    seeds excepted (a seed's axis shows the noise)."""
     seen: dict[str, set[str]] = {}
     for flat in flats:
         for key, value in flat.items():
-            if _scalar(value):
+            if _scalar(value) and (not bookkeeping(key) or "seed" in key.lower()):
                 seen.setdefault(key, set()).add(repr(value))
     return [k for k, values in seen.items() if len(values) > 1 or any(k not in f for f in flats)]
 

@@ -8,7 +8,7 @@ prints them first. All of them read these lists, so a framework's new spelling i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 #: The training loss: Transformers/TRL, the ``train/`` spelling of many loops, Lightning's step loss.
 LOSS = ("loss", "train/loss", "train_loss_step")
@@ -61,6 +61,15 @@ def spellings(key: str) -> tuple[str, ...]:
     else:
         out.append(f"train/{key}")
     return tuple(dict.fromkeys(out))
+
+
+def spelled(best: Mapping[str, bool] | None) -> dict[str, bool]:
+    """A ``--best KEY:min|max`` choice per key (``{"eval/loss": True}``: lower is better) for each of
+    the key's ``spellings`` too, so it holds whichever one a run recorded; a key given itself wins."""
+    out: dict[str, bool] = {}
+    for key, lower in (best or {}).items():
+        out.update(dict.fromkeys(spellings(key), lower))
+    return {**out, **(best or {})}
 
 
 #: words in a key's last part that mean lower is better (a loss, a perplexity, an error rate)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import aggregates
-from ..metric_keys import LOSS_LIKE, minimized
+from ..metric_keys import LOSS_LIKE, minimized, spelled
 from ..store import layout
 from ..store.memory import no_cyclic_gc
 from .as_json import run_json
@@ -86,7 +86,7 @@ class Catalog:
         not ``metric_keys.minimized``'s choice (``{"kl": True}``: lower is better), as ``--best``."""
         if refresh:
             self.refresh()
-        lower = best or {}
+        lower = spelled(best)
         with no_cyclic_gc():
             out = [
                 {

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import same
 from ..config.names import bookkeeping
-from ..metric_keys import minimized
+from ..metric_keys import minimized, spelled
 from .names import config_key, short_names, unknown
 from .where import MISSING, Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
@@ -106,7 +106,7 @@ def group_runs(
     require([what], runs, lambda r: lookups[id(r)], lambda: known_of(runs))
     for group in groups:
         group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
-    lower = {"min": True, "max": False}.get(what.agg, (best or {}).get(what.key, minimized(what.key)))
+    lower = {"min": True, "max": False}.get(what.agg, spelled(best).get(what.key, minimized(what.key)))
     groups.sort(key=lambda g: (g.mean is None, 0.0 if g.mean is None else g.mean if lower else -g.mean))
     return keys, groups
 

@@ -16,7 +16,7 @@ from .. import aggregates, failures, states
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
-from ..metric_keys import minimized
+from ..metric_keys import minimized, spelled
 from ..store import codec
 from ..store.base import RunFolder
 from . import console
@@ -402,7 +402,7 @@ class Run:
         Best is the min for losses, perplexities and errors (``metric_keys.minimized``), else the
         max; ``best`` overrides that per key (``{"reward": False}``: higher is better), as the
         readers' ``--best KEY:max`` does."""
-        lower = best or {}
+        lower = spelled(best)
         aggs = self.aggregates()
         out = {key: aggregates.summary(agg, lower.get(key, minimized(key))) for key, agg in aggs.items()}
         counters = self.counters()

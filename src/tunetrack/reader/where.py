@@ -32,7 +32,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .. import aggregates
-from ..metric_keys import minimized, spellings
+from ..metric_keys import minimized, spelled, spellings
 from ..store.memory import no_cyclic_gc
 from .names import config_key, short_names, unknown
 
@@ -425,7 +425,7 @@ def known_of(runs: Sequence[Run]) -> Known:
 
 def run_lookup(run: Run, best: Mapping[str, bool] | None = None) -> Lookup:
     """A ``Lookup`` over a ``Run``: what a field names is read when first asked, its summary once."""
-    lower = best or {}
+    lower = spelled(best)
     cached: dict[str, Any] = {}
 
     def summary(key: str) -> Mapping[str, Any] | None:

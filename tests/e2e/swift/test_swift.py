@@ -59,7 +59,7 @@ def test_sft_lora_with_eval_through_the_plugin(tmp_path, root, assets, plugin):
         "lora.r": "peft_config.default.r",
         "lora.alpha": "peft_config.default.lora_alpha",
         "max_steps": "args.max_steps",
-        "model": "swift.model_args.model",
+        "model": "model_config._name_or_path",
     }
 
     assert run.series("loss").steps.tolist() == [1, 2, 3, 4]

@@ -246,3 +246,17 @@ def test_only_the_reader_and_manage_hand_out_a_store():
         if "store_at" in path.read_text() and layer(module) not in ("reader", "manage")
     }
     assert users == set()
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md says what each module is for: a module added to the package is added
+    there too (by its file name, or its name in backticks for a core module)."""
+    page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    unnamed = [
+        str(path.relative_to(PACKAGE))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name not in ("__init__.py", "__main__.py")
+        and path.name not in page
+        and f"`{path.stem}`" not in page
+    ]
+    assert unnamed == []

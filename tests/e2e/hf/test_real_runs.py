@@ -308,7 +308,9 @@ def test_names_a_wandb_user_types_find_the_trainer_names(store, runs):
     # --best names the key as typed, and holds for the spelling the runs recorded
     line = "tunetrack ls --project sft-sweep --sort eval/loss:best --best eval/loss:max --json"
     got = [r["name"] for r in json.loads(ok(store, line))]
-    assert got == [r.name for r in sorted(sweep(runs), key=lambda r: float(max(r.series("eval_loss").values)))]
+    assert got == [
+        r.name for r in sorted(sweep(runs), key=lambda r: float(max(r.series("eval_loss").values)))
+    ]
 
 
 # -- why a run died -------------------------------------------------------------------------------

@@ -260,3 +260,11 @@ def test_the_architecture_page_names_every_module():
         and f"`{path.stem}`" not in page
     ]
     assert unnamed == []
+
+
+def test_the_architecture_page_lists_every_end_record_field():
+    """The end record is typed once (``store.ends.EndRecord``); the run store's picture lists its fields."""
+    from tunetrack.store.ends import FIELDS
+
+    page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    assert [f for f in FIELDS if f"`{f}`" not in page] == []

@@ -193,7 +193,7 @@ def logs_command(
     except re.error as exc:
         raise click.BadParameter(f"{grep!r} is no regular expression: {exc}", param_hint="--grep") from None
     r = open_run(run, dir=dir)
-    known = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
+    known = r.ranks
     if rank is not None and rank not in known:
         raise click.ClickException(f"run {r.id} has no rank {rank} (ranks: {', '.join(map(str, known))})")
     ranks = len(known) > 1

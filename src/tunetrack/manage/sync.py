@@ -130,7 +130,8 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
             continue
         meta = source.process_meta(proc) or {}
         primary = int((meta.get("rank") or {}).get("rank", 0) or 0) == 0
-        copy.last = (source.process_end(proc) or {}).get("last") or (reading.latest() if primary else None)
+        end = source.process_end(proc)
+        copy.last = dict(end["last"]) if end and "last" in end else (reading.latest() if primary else None)
         dst.receive(run_id, proc, copy)
         sent_any = True
         report.processes += 1

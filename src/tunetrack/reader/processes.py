@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import settings, states
+from ..store import ends
 from ..store.base import RunFolder
+from ..store.ends import EndRecord
 
 #: what listings read of a process's metadata (the rest: ``tunetrack show``, from the run's files)
 LISTED_META = ("host", "pid", "rank", "role", "start", "resumed", "upload_interval")
@@ -24,7 +26,7 @@ LISTED_META = ("host", "pid", "rank", "role", "start", "resumed", "upload_interv
 class Process:
     name: str
     meta: dict[str, Any]
-    end: dict[str, Any] | None
+    end: EndRecord | None
     folder: RunFolder | None  # None for a process known from a store's listing index
     #: the heartbeat and last values the listing index gave (object stores)
     beat: float | None = None
@@ -86,7 +88,14 @@ def processes(folder: RunFolder) -> list[Process]:
 def listed_processes(summary: dict[str, Any]) -> list[Process]:
     """The processes a store's listing index describes (no file of the run read)."""
     procs = [
-        Process(str(p.get("name")), p.get("meta") or {}, p.get("end"), None, p.get("beat"), p.get("last"))
+        Process(
+            str(p.get("name")),
+            p.get("meta") or {},
+            ends.read(p.get("end")),
+            None,
+            p.get("beat"),
+            p.get("last"),
+        )
         for p in summary.get("processes") or []
     ]
     return sorted(procs, key=lambda p: p.start)

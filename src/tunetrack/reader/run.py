@@ -19,6 +19,7 @@ from ..edits import Identity, fold
 from ..metric_keys import minimized, spelled
 from ..store import codec
 from ..store.base import RunFolder
+from ..store.ends import EndRecord
 from . import console
 from .console import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
@@ -156,6 +157,11 @@ class Run:
             return failures.exception_line(self.error)
         found = self._failed
         return found.cause if found is not None else None
+
+    @property
+    def ranks(self) -> list[int]:
+        """The global ranks of its writing processes (``[0]`` for a run of one process)."""
+        return sorted({p.rank for p in self._listed})
 
     @property
     def hosts(self) -> list[str]:
@@ -335,18 +341,18 @@ class Run:
         """``{"step", "values"}``: the last step and each key's last value, from the end record of a
         finished primary process (no data read: what run listings use), else from the data."""
         primaries = [p for p in self._listed if p.primary]
-        lasts: list[dict[str, Any]] = [
+        lasts: list[Mapping[str, Any]] = [
             last
             for p in primaries
-            if isinstance(last := (p.end or {}).get("last") or p.last, dict) and _complete(last)
+            if isinstance(last := (p.end.get("last") if p.end else None) or p.last, dict) and _complete(last)
         ]
         if lasts and len(lasts) == len(primaries) and (len(lasts) == 1 or self.folder.summary()):
             # One attempt's record is the run's. After a resume, a listing index (object stores) gives
             # every attempt's; a folder's reader reads the data instead (the latest attempt alone
             # misses what the earlier ones logged).
             values: dict[str, Any] = {}
-            for last in lasts:
-                values.update(last["values"])
+            for each in lasts:
+                values.update(each["values"])
             return {"step": lasts[-1]["step"], "values": values}
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
 
@@ -423,8 +429,8 @@ class Run:
         (an object store's index entries hold the end records: no request per run)."""
         out: dict[str, int] = {}
         for p in self._listed:
-            end = p.end or {}
-            counts = list((end.get("counters") or {}).items())
+            end = p.end or EndRecord(state="")
+            counts: list[tuple[str, Any]] = list((end.get("counters") or {}).items())
             counts += [
                 (f"backend_missed/{b}", (s or {}).get("missed_rows"))
                 for b, s in (end.get("backends") or {}).items()

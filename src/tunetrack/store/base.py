@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from .ends import EndRecord
+
 
 class ProcessWriter(Protocol):
     """One writing process's files in a run. Called only from that process's writer thread."""
@@ -41,7 +43,7 @@ class ProcessWriter(Protocol):
         """What listings show of the run while it is written (stores that keep a listing index)."""
         ...
 
-    def close(self, end: dict[str, Any]) -> None:
+    def close(self, end: EndRecord) -> None:
         """Record how the process ended; the last call."""
         ...
 
@@ -59,7 +61,7 @@ class RunFolder(Protocol):
 
     def process_meta(self, proc: str) -> dict[str, Any] | None: ...
 
-    def process_end(self, proc: str) -> dict[str, Any] | None: ...
+    def process_end(self, proc: str) -> EndRecord | None: ...
 
     def data_size(self, proc: str, suffix: str = ...) -> int:
         """The size of ``proc``'s records (``suffix``: ``layout.DATA_SUFFIX``, or ``CONSOLE_SUFFIX`` for

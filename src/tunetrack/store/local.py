@@ -22,7 +22,8 @@ from typing import Any
 import msgpack
 
 from ..jsonfile import read_json, write_json_atomic
-from . import jobs, layout
+from . import ends, jobs, layout
+from .ends import EndRecord
 from .framing import frame
 from .memory import no_cyclic_gc
 
@@ -35,7 +36,7 @@ class ProcessCopy:
     meta: dict[str, Any] | None
     start: int  # where ``data`` goes in the process's records: the bytes the destination already has
     data: bytes
-    end: dict[str, Any] | None
+    end: EndRecord | None
     media: dict[str, bytes] = field(default_factory=dict)
     beat: float | None = None  # when the process last showed it was alive
     last: dict[str, Any] | None = None  # its last step and values, for listings
@@ -111,7 +112,7 @@ class ProcessFiles:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, data)
 
-    def close(self, end: dict[str, Any]) -> None:
+    def close(self, end: EndRecord) -> None:
         try:
             if self._file is not None:
                 self.flush(fsync=True)
@@ -168,8 +169,8 @@ class LocalRun:
     def process_meta(self, proc: str) -> dict[str, Any] | None:
         return read_json(self.path / f"{proc}{layout.PROC_SUFFIX}")
 
-    def process_end(self, proc: str) -> dict[str, Any] | None:
-        return read_json(self.path / f"{proc}{layout.END_SUFFIX}")
+    def process_end(self, proc: str) -> EndRecord | None:
+        return ends.read(read_json(self.path / f"{proc}{layout.END_SUFFIX}"))
 
     def data_size(self, proc: str, suffix: str = layout.DATA_SUFFIX) -> int:
         try:

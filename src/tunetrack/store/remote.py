@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from . import layout
+from . import ends, layout
 from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
 from .chunks import chunk_name, cover, parse_chunk
+from .ends import EndRecord
 from .index import (
     INDEX,
     Entry,
@@ -311,8 +312,8 @@ class RemoteRun:
     def process_meta(self, proc: str) -> dict[str, Any] | None:
         return loads(self._get(f"{proc}{layout.PROC_SUFFIX}"))
 
-    def process_end(self, proc: str) -> dict[str, Any] | None:
-        return loads(self._get(f"{proc}{layout.END_SUFFIX}"))
+    def process_end(self, proc: str) -> EndRecord | None:
+        return ends.read(loads(self._get(f"{proc}{layout.END_SUFFIX}")))
 
     def _chunks(self, proc: str, suffix: str) -> list[tuple[int, int]]:
         prefix = f"{proc}/"

@@ -30,6 +30,7 @@ from .._warnings import warn_once
 from . import layout
 from .blobs import Blobs, StoreUnavailable
 from .chunks import chunk_name, cover, parse_chunk
+from .ends import EndRecord
 from .index import announce, dumps, entry_key, index_entry
 from .layout import BEAT_SUFFIX
 from .local import ProcessFiles
@@ -78,7 +79,7 @@ class UploadingProcess:
         self.run_dir = store.run_dir(run_id)
         self.sealed = 0  # bytes of whole records in the spool file (the writer flushed them)
         self.last: dict[str, Any] | None = None
-        self.end: dict[str, Any] | None = None
+        self.end: EndRecord | None = None
         self.media: list[str] = []
         #: edits of the run made by this process, in the spool until the uploader has sent them
         self.edits: list[tuple[str, dict[str, Any]]] = []
@@ -116,7 +117,7 @@ class UploadingProcess:
     def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
         self.last = {"step": last_step, "values": last_values}
 
-    def close(self, end: dict[str, Any]) -> None:
+    def close(self, end: EndRecord) -> None:
         self.files.close(end)
         self.sealed = self.files.size()
         self.end = {**end, "time": end.get("time", time.time())}

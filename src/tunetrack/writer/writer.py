@@ -30,6 +30,7 @@ from ..monitoring.alerts import Alert, Alerter
 from ..monitoring.health import HealthMonitor, describe, warning
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
+from ..store.ends import EndRecord, LastValues
 from ..values import DROP, to_plain
 from . import fanout
 from .channel import Channel
@@ -133,7 +134,7 @@ class Writer(threading.Thread):
         self.settled = threading.Event()
         self._run_dir: Path | str | None = None  # where the files would be (lost rows are counted)
         self._join: _Join | None = None
-        self._end: dict[str, Any] = {}
+        self._end: EndRecord | None = None  # how finish() says the process ended
         self._width = 16  # values per row, as last seen: sizes the blocks and the queue's cap
         self._pending = codec.Rows()
         self._pending_system = codec.Rows()
@@ -265,7 +266,9 @@ class Writer(threading.Thread):
         now: an imported run's end), and stop. ``timeout`` bounds the writer's own work, not the wait
         for the backends (``fanout.wait_for`` bounds that); False if the writer took longer (the run
         may then read as crashed)."""
-        self._end = {"state": state, "traceback": error, **({"time": at} if at is not None else {})}
+        self._end = EndRecord(state=state, traceback=error)
+        if at is not None:
+            self._end["time"] = at
         self._stopping.set()
         if threading.current_thread() is self:
             return False
@@ -517,7 +520,7 @@ class Writer(threading.Thread):
             self._write_rows()
         if self._pending_system:
             self._write_system()
-        state = self._end.get("state", states.FINISHED)
+        state = self._end["state"] if self._end is not None else states.FINISHED
         if self._runners:
             for runner in self._runners:
                 runner.close(state)  # the backends catch up side by side
@@ -531,17 +534,18 @@ class Writer(threading.Thread):
                 self._mirroring.clear()
         backends = _labelled([(runner.label, runner.result()) for runner in self._runners])
         if self._files is not None:
-            end = {**self._end, "state": state, "counters": self.counters.as_dict()}
-            if backends:
-                end["backends"] = backends
             values = {
                 k: v for k, v in ((k, to_plain(v)) for k, v in self._last_values.items()) if v is not DROP
             }
-            end["last"] = {"step": self._last_step, "values": values}
-            end["aggregates"] = self._all_aggregates()
-            end["config"] = (
-                self._config
-            )  # what this process logged, merged: readers need not read its records
+            end = EndRecord(
+                **(self._end or EndRecord(state=state)),
+                counters=self.counters.as_dict(),
+                last=LastValues(step=self._last_step, values=values),
+                aggregates=self._all_aggregates(),
+                config=self._config,  # what this process logged, merged: readers need not read its records
+            )
+            if backends:
+                end["backends"] = backends
             if self._rewound:
                 end["rewound"] = True
             if self._store_op(lambda f: f.close(end)):

@@ -13,11 +13,20 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from helpers import SRC
+from helpers import SRC, run_script
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import open_run
 
-READ_TOOLS = {"list_projects", "list_runs", "get_run", "get_metrics", "compare_runs", "query"}
+READ_TOOLS = {
+    "list_projects",
+    "list_runs",
+    "get_run",
+    "get_metrics",
+    "get_logs",
+    "get_samples",
+    "compare_runs",
+    "query",
+}
 
 
 @pytest.fixture(scope="module")
@@ -133,3 +142,57 @@ def test_edits_only_with_allow_edits(store):
     run = open_run("alpha", dir=store)
     assert run.tags == ["best"] and [n["text"] for n in run.notes] == ["lowest loss"]
     assert json.loads(answers[0][1])["tags"] == ["best"]
+
+
+def test_logs_samples_and_why_a_run_died(root):
+    """An agent asked "why did it die, what did it print last, which completion scored best" gets the
+    answers: a killed-by-an-error run's failure, cause and last lines before its traceback, the lines
+    themselves (by rank, grep, tail), and the samples (last step, sorted by the total reward)."""
+    failed = run_script(
+        f"""
+        from tunetrack import Tracker
+        t = Tracker(project="rl", name="grpo", dir={str(root)!r}, system=False).start()
+        for step in (1, 2):
+            rows = [
+                {{"prompt": "p", "completion": f"c{{step}}-{{i}}", "has_digit": float(i % 2), "short": 1.0}}
+                for i in range(4)
+            ]
+            t.log_table("completions", rows, step=step)
+            t.log({{"loss": 1.0 / step}}, step=step)
+            print(f"step {{step}} done", flush=True)
+        raise RuntimeError("CUDA error: an illegal memory access was encountered\\nCUDA kernel errors might be asynchronously reported")
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+        check=False,
+    )
+    assert failed.returncode == 1
+    _, answers = call(
+        root,
+        [
+            ("get_run", {"run": "grpo"}),
+            ("get_logs", {"run": "grpo", "tail": 2, "grep": "step"}),
+            ("get_samples", {"run": "grpo", "sort": "has_digit+short:desc", "limit": 2}),
+            ("get_samples", {"run": "grpo", "step": 1, "sort": "completion"}),
+            ("list_runs", {"where": "loss:min < 1", "sort": "loss:min"}),
+            ("get_samples", {"run": "grpo", "sort": "rewrd"}),
+            ("get_logs", {"run": "grpo", "rank": 2}),
+            ("get_metrics", {"runs": ["grpo"], "keys": ["train/loss", "los"]}),
+            ("list_runs", {"sort": "lossx:min"}),
+        ],
+    )
+    assert [error for error, _ in answers] == [False] * 5 + [True] * 4, answers
+    run, logs, best, first, listed = (json.loads(text) for _, text in answers[:5])
+    assert run["failure"] == "CUDA error on rank 0"
+    assert run["error"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert [line.split("   ")[-1] for line in run["last_lines"]] == ["step 1 done", "step 2 done"]
+    assert run["samples"] == {"completions": {"steps": 2, "rows": 8}}
+    assert [line["text"] for line in logs["lines"]] == ["step 1 done", "step 2 done"]
+    assert best["step"] == 2 and best["matched"] == 4 and best["shown"] == 2
+    assert [r["completion"] for r in best["rows"]] == ["c2-1", "c2-3"]
+    assert [r["completion"] for r in first["rows"]] == ["c1-0", "c1-1", "c1-2", "c1-3"]
+    assert [r["name"] for r in listed["runs"]] == ["grpo"] and listed["runs"][0]["loss:min"] == 0.5
+    bad_sort, bad_rank, bad_key, bad_metric = (text for _, text in answers[5:])
+    assert "no table of samples has column 'rewrd'" in bad_sort
+    assert "has no rank 2 (ranks: 0)" in bad_rank
+    assert "no run has metric 'los'; did you mean loss" in bad_key  # train/loss found loss; los is nobody's
+    assert "no run has metric 'lossx:min'; did you mean loss:min" in bad_metric

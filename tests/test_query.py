@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import tunetrack
-from helpers import wait_until
+from helpers import run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.config import text
@@ -114,6 +114,7 @@ def test_runs_table_is_the_read_api(store):
         assert (row["git_commit"], row["git_branch"]) == (git.get("commit"), git.get("branch"))
     beta = next(r for r in got.values() if r["name"] == "beta")
     assert beta["state"] == "failed" and beta["error"] == "RuntimeError: diverged"
+    assert {r["failure"] for r in got.values()} == {None}  # a RuntimeError of its own: no known failure
     assert "Traceback" in beta["traceback"]
     assert {r["error"] for r in got.values() if r["name"] != "beta"} == {None}
 
@@ -239,7 +240,7 @@ REFUSED = {
     "DROP TABLE runs": "refused DROP",
     "ATTACH '/tmp/tunetrack-x.db'": "refused ATTACH",
     "COPY runs TO '/tmp/tunetrack-x.csv'": "refused COPY",
-    "INSTALL httpfs": "refused LOAD",
+    "INSTALL httpfs": "refused INSTALL",  # DuckDB's parser types it LOAD: named as written
     "LOAD httpfs": "refused LOAD",
     "SET threads = 1": "refused SET",
     "PRAGMA version": "refused PRAGMA",
@@ -271,6 +272,14 @@ def test_a_sql_error_is_one_line(store):
     result = CliRunner().invoke(cli, ["query", "SELECT nope FROM runs", "--dir", str(store)])
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert result.output.startswith("Error: Binder Error:") and "nope" in result.output
+    # DuckDB's hint stays on the line
+    hinted = CliRunner().invoke(cli, ["query", "SELECT * FROM summry", "--dir", str(store)])
+    assert (
+        hinted.output
+        == 'Error: Catalog Error: Table with name summry does not exist!; Did you mean "summary"?\n'
+    )
+    bound = CliRunner().invoke(cli, ["query", "SELECT rn FROM runs", "--dir", str(store)])
+    assert 'Candidate bindings: "' in bound.output and bound.output.count("\n") == 1
 
 
 def test_formats_round_trip(store, tmp_path):
@@ -339,3 +348,47 @@ def test_the_copies_and_the_records_give_the_same_tables(store, monkeypatch):
     for table, o in order.items():
         pd.testing.assert_frame_equal(sql(f"SELECT * FROM {table} ORDER BY {o}", store), from_copies[table])
     assert len(from_copies["metrics"]) > 400 and len(from_copies["system"]) >= 6
+
+
+def test_samples_and_console_tables(root):
+    """What the model wrote and what the job printed, in SQL: the samples as ``samples`` rows (prompt,
+    completion, the total reward, the whole row as JSON), the console as ``console`` lines."""
+    done = run_script(
+        f"""
+        from tunetrack import Tracker
+        with Tracker(project="rl", name="grpo", dir={str(root)!r}, system=False) as t:
+            print("step 1 reward 0.5", flush=True)
+            rows = [
+                {{"prompt": "say a number:", "completion": "4\\x1b]0;T\\x07", "has_digit": 1.0, "short": 1.0, "reward": 1.5}},
+                {{"prompt": "say a number:", "completion": "four", "has_digit": 0.0, "short": 1.0, "reward": 0.5}},
+            ]
+            t.log_table("completions", rows, step=1)
+            t.log({{"reward": 1.0}}, step=1)
+            print("done", flush=True)
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+    )
+    assert done.returncode == 0
+    best = sql(
+        "SELECT step, index, prompt, completion, reward, data->>'has_digit' AS d FROM samples ORDER BY reward DESC",
+        root,
+    )
+    assert records(best) == [
+        {
+            "step": 1,
+            "index": 0,
+            "prompt": "say a number:",
+            "completion": "4\x1b]0;T\x07",
+            "reward": 1.5,
+            "d": "1.0",
+        },
+        {"step": 1, "index": 1, "prompt": "say a number:", "completion": "four", "reward": 0.5, "d": "0.0"},
+    ]
+    lines = sql("SELECT rank, stream, text FROM console ORDER BY time", root)
+    assert records(lines) == [
+        {"rank": 0, "stream": "stdout", "text": "step 1 reward 0.5"},
+        {"rank": 0, "stream": "stdout", "text": "done"},
+    ]
+    # a terminal gets the completion's control characters written out, never sent
+    shown = CliRunner().invoke(cli, ["query", "SELECT completion FROM samples", "--dir", str(root)]).output
+    assert "\\x1b]0;T\\x07" in shown and "\x1b" not in shown

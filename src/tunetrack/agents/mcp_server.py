@@ -13,22 +13,35 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
 from .. import metric_keys
 from ..errors import TunetrackError
-from ..reader import Catalog, chart_points, differing, present
-from ..reader.as_text import overview, short
+from ..reader import Catalog, chart_points, differing, present, sweeps
+from ..reader.as_text import last_lines, overview, samples_listed, short
+from ..reader.names import metric_key, unknown
+from ..reader.samples import select, steps_of
+from ..reader.where import MISSING, ordered
+from ..reader.where import sort as parse_sort
 from ..sql.tables import json_safe
 
 #: what the server tells an agent about itself
 INSTRUCTIONS = (
     "tunetrack's store of fine-tuning runs. Start with list_projects or list_runs; get_run for one "
-    "run; get_metrics for (thinned) curves; compare_runs for config differences and final metrics; "
-    "query for read-only SQL (DuckDB) over the tables runs, params, params_wide, metrics, system, "
-    "events, summary ('DESCRIBE <table>' lists a table's columns)."
+    "run (why it died, its last console lines, what samples it holds); get_metrics for (thinned) "
+    "curves; get_logs for what it printed; get_samples for what the model wrote (GRPO completions and "
+    "their rewards); compare_runs for config differences and final metrics; query for read-only SQL "
+    "(DuckDB) over the tables runs, params, params_wide, metrics, system, events, samples, console, "
+    "summary ('DESCRIBE <table>' lists a table's columns). Names resolve as the CLI's do: lr, "
+    "lora.r, eval/loss find what each framework records, and a name no run has is an error naming "
+    "the closest."
 )
+#: console lines ``get_logs`` returns by default, and ``get_run`` of a run that died
+LOG_LINES = 50
+#: rows ``get_samples`` returns by default
+SAMPLE_ROWS = 20
 INSTALL = "tunetrack mcp needs the MCP SDK: pip install 'tunetrack[mcp]'"
 #: a text longer than this is cut (``full=True`` gives it whole)
 TEXT_WIDTH = 200
@@ -52,6 +65,7 @@ class Tools:
         self.dir = dir
         self.allow_edits = allow_edits
         self.catalog = Catalog(dir)
+        self.configs = sweeps.Configs()  # each run's config, read once (the where language's)
 
     def list_projects(self) -> str:
         """The projects in the store: how many runs each has, by state, and when the latest started."""
@@ -70,47 +84,52 @@ class Tools:
         project: str | None = None,
         state: str | None = None,
         tag: str | None = None,
+        where: str | None = None,
         sort: str = "created",
         limit: int = 20,
     ) -> str:
-        """Runs, newest first (``sort``: ``created``, ``name``, or a metric key such as ``loss``,
-        lowest last value first), filtered by project, state and tag; at most ``limit``."""
-        rows = self.catalog.rows(
-            project=project, state=state, keys=() if sort in ("created", "name") else (sort,)
-        )
-        rows = [r for r in rows if tag is None or tag in r["tags"]]
+        """Runs, newest first, filtered by project, state, tag and ``where`` (``tunetrack ls --where``'s
+        language: ``config.lora.r >= 16 and eval/loss:min < 0.7``); ``sort``: ``created``, ``name``, or
+        a field as ``ls --sort`` takes it (``eval_loss:min``, ``reward:best:desc``, ``config.lr``), runs
+        without it last; at most ``limit``. A name no run has is an error naming the closest."""
+        order = None if sort in ("created", "name") else parse_sort(sort)
+        fields = [str(order.field)] if order is not None and order.field.kind in ("metric", "config") else []
+        chosen = sweeps.select(self.catalog, self.configs, where, (), fields, project, state)
+        rows = [r for r in chosen.rows if tag is None or tag in r["tags"]]
         if sort == "name":
             rows.sort(key=lambda r: r["name"])
-        elif sort != "created":
-            numbers = [r for r in rows if isinstance(r["last"].get(sort), (int, float))]
-            rows = sorted(numbers, key=lambda r: r["last"][sort]) + [r for r in rows if r not in numbers]
-        out = [
-            {
-                "id": r["id"],
-                "name": r["name"],
-                "project": r["project"],
-                "state": r["state"],
-                "tags": r["tags"],
-                "created": r["created"],
-                "last_step": r["last_step"],
-                "loss": r["loss"],
-                **({sort: r["last"].get(sort)} if sort not in ("created", "name") else {}),
-            }
-            for r in rows[: max(limit, 0)]
-        ]
+        elif order is not None:
+            rows = ordered(rows, order, chosen.lookup)
+        out = []
+        for r in rows[: max(limit, 0)]:
+            entry = {k: r.get(k) for k in ("id", "name", "project", "state", "failure", "tags", "created")}
+            entry.update(last_step=r["last_step"], loss=r["loss"])
+            if order is not None:
+                value = chosen.lookup(r)(order.field)
+                entry[str(order.field)] = None if value is MISSING else value
+            out.append(entry)
         return dumps({"runs": out, "total": len(rows), "shown": len(out)})
 
     def get_run(self, run: str, full: bool = False) -> str:
-        """One run: its overview (as ``tunetrack show`` words it), config, summary per metric, the
-        failure cause, and its latest events. Long texts are cut unless ``full``."""
+        """One run: its overview (as ``tunetrack show`` words it), why it died (``failure``, the known
+        failure it ended in, and ``error``, the exception's own line), the last console lines of a run
+        that failed, was killed or crashed (those before its traceback), the tables of samples it holds,
+        config, summary per metric, and its latest events. Long texts are cut unless ``full``."""
         r = self.catalog.open(run)
         events = r.events()
         shown = events if full else events[-10:]
         return dumps(
             {
                 "overview": {label: _cut(text, full) for label, text in overview(r)},
+                "failure": r.failure,
                 "error": r.cause,
                 "traceback": (r.error if full else None) if r.error else None,
+                "last_lines": [_cut(line, full) for line in last_lines(r)] or None,
+                "samples": {
+                    key: {"steps": len(steps), "rows": sum(steps.values())}
+                    for key, steps in r.sample_index().items()
+                }
+                or samples_listed(r),
                 "config": {
                     k: _cut(str(v), full) if isinstance(v, str) else v for k, v in r.flat_config.items()
                 },
@@ -131,16 +150,19 @@ class Tools:
     def get_metrics(self, runs: list[str], keys: list[str] | None = None, points: int = 60) -> str:
         """Metric series of one or more runs, each thinned to about ``points`` points (the first,
         last, lowest and highest of each stretch are kept, so a spike is never lost). Without
-        ``keys``: the losses (or the first few keys) and every key's name."""
+        ``keys``: the losses (or the first few keys) and every key's name. A key may be spelled as
+        another framework spells it (``eval/loss`` finds ``eval_loss``); one that none of the runs
+        has is an error naming the closest."""
         out = []
         width = max(int(points) // 4, 1)
-        for ref in runs:
-            r = self.catalog.open(ref)
+        opened = [self.catalog.open(ref) for ref in runs]
+        _require(keys or [], opened)
+        for r in opened:
             available = r.keys()
             wanted = keys or metric_keys.loss_columns(available) or available[:3]
             series: dict[str, Any] = {}
             for key in wanted:
-                s = present(r.series(key))
+                s = present(r.series(key, strict=False))
                 if not len(s) or s.values.dtype.kind not in "fiub":
                     series[key] = {"count": len(s)}
                     continue
@@ -149,20 +171,111 @@ class Tools:
             out.append({"run": r.id, "name": r.name, "keys": available, "series": series})
         return dumps(out)
 
+    def get_logs(
+        self,
+        run: str,
+        rank: int | None = None,
+        tail: int = LOG_LINES,
+        grep: str | None = None,
+        full: bool = False,
+    ) -> str:
+        """What a run's processes printed (``tunetrack logs``): its last ``tail`` lines (of one global
+        ``rank``, matching the regular expression ``grep``), in time order, each with its time,
+        stream (stdout, stderr) and text (the rank too when several processes printed); long lines cut
+        unless ``full``. The lines a process printed up to its death, also after a kill."""
+        r = self.catalog.open(run)
+        if rank is not None and rank not in r.ranks:
+            raise ValueError(f"run {r.id} has no rank {rank} (ranks: {', '.join(map(str, r.ranks))})")
+        try:
+            lines = r.console(rank, None, grep, max(int(tail), 0))
+        except re.error as exc:
+            raise ValueError(f"grep: {grep!r} is no regular expression: {exc}") from None
+        several = len(r.ranks) > 1
+        return dumps(
+            {
+                "run": r.id,
+                "state": r.state,
+                "failure": r.failure,
+                "lines": [
+                    {
+                        "time": x.time,
+                        "stream": x.stream,
+                        **({"rank": x.rank} if several else {}),
+                        "text": _cut(x.text, full),
+                    }
+                    for x in lines
+                ],
+            }
+        )
+
+    def get_samples(
+        self,
+        run: str,
+        key: str | None = None,
+        step: int | str = "last",
+        prompt: str | None = None,
+        sort: str | None = None,
+        limit: int = SAMPLE_ROWS,
+        full: bool = False,
+    ) -> str:
+        """What the model wrote: the rows of a run's table of samples (``tunetrack samples``: GRPO
+        completions with their rewards, ``log_table``'s tables) at one ``step`` (an int, ``"last"``,
+        or ``"all"``), whose prompt contains ``prompt``, sorted by ``sort`` (``COLUMN[:desc]``, or a sum
+        ``has_digit+short:desc``; a GRPO table's ``reward`` is its total reward), at most ``limit``;
+        long cells cut unless ``full``. ``key``: the table, needed only when the run has several."""
+        r = self.catalog.open(run)
+        index = r.sample_index()
+        if not index:
+            raise ValueError(f"run {r.id} has no samples: {samples_listed(r).removeprefix('none: ')}")
+        if key is None and len(index) > 1:
+            raise ValueError(f"run {r.id} has several tables of samples: give key ({', '.join(index)})")
+        key = key if key is not None else next(iter(index))
+        if key not in index:
+            raise unknown("table of samples", key, list(index), holder="run")
+        steps = steps_of(index, key)
+        chosen_step = None if step == "all" else steps[-1] if step == "last" else _step(step, steps)
+        rows = select(r.samples(key, chosen_step), prompt=prompt, sort=sort)
+        shown = rows[: max(int(limit), 0)]
+        return dumps(
+            {
+                "run": r.id,
+                "key": key,
+                "step": chosen_step,
+                "steps": {"first": steps[0], "last": steps[-1], "count": len(steps)},
+                "rows": [
+                    {
+                        "step": s["step"],
+                        "index": s["index"],
+                        **{c: _cut(v, full) if isinstance(v, str) else v for c, v in s["row"].items()},
+                    }
+                    for s in shown
+                ],
+                "matched": len(rows),
+                "shown": len(shown),
+            }
+        )
+
     def compare_runs(self, runs: list[str], keys: list[str] | None = None) -> str:
         """Config differences between runs (only the keys whose values differ) and a metric table:
-        each key's last, min and max per run (``keys``, or the losses every run shares)."""
+        each key's last, min and max per run (``keys``, or the losses every run shares; a key may be
+        spelled as another framework spells it, and one no run has is an error naming the closest)."""
         opened = [self.catalog.open(ref) for ref in runs]
+        _require(keys or [], opened)
         summaries = [r.summary() for r in opened]
         if keys is None:
             common = set.intersection(*(set(s) for s in summaries)) if summaries else set()
             keys = metric_keys.loss_columns(common) or sorted(common)[:10]
+
+        def stat(summary: dict[str, Any], key: str, f: str) -> Any:
+            found = metric_key(summary.__contains__, key)
+            return None if found is None else summary[found].get(f)
+
         return dumps(
             {
                 "runs": [{"id": r.id, "name": r.name, "state": r.state} for r in opened],
                 "config_diff": {key: values for key, values in differing([r.flat_config for r in opened])},
                 "metrics": {
-                    key: [{f: s.get(key, {}).get(f) for f in ("last", "min", "max")} for s in summaries]
+                    key: [{f: stat(s, key, f) for f in ("last", "min", "max")} for s in summaries]
                     for key in keys
                 },
             }
@@ -170,7 +283,8 @@ class Tools:
 
     def query(self, sql: str, limit: int = 50) -> str:
         """Read-only SQL (DuckDB) over the tables runs, params, params_wide, metrics, system, events,
-        summary; at most ``limit`` rows come back (aggregate in SQL rather than raise it)."""
+        samples, console, summary; at most ``limit`` rows come back (aggregate in SQL rather than raise
+        it)."""
         from ..sql import run_sql
 
         table = run_sql(sql, self.dir)
@@ -195,8 +309,37 @@ class Tools:
 
     def names(self) -> list[str]:
         """The tools served: the edits only when allowed."""
-        read = ["list_projects", "list_runs", "get_run", "get_metrics", "compare_runs", "query"]
+        read = [
+            "list_projects",
+            "list_runs",
+            "get_run",
+            "get_metrics",
+            "get_logs",
+            "get_samples",
+            "compare_runs",
+            "query",
+        ]
         return read + (["tag_run", "note_run"] if self.allow_edits else [])
+
+
+def _require(keys: list[str], runs: list[Any]) -> None:
+    """An ``UnknownName`` for the first of ``keys`` none of ``runs`` logged under any spelling."""
+    for key in keys:
+        if not any(metric_key(set(r.keys()).__contains__, key) for r in runs):
+            raise unknown("metric", key, [k for r in runs for k in r.keys()])
+
+
+def _step(step: int | str, steps: list[int]) -> int:
+    """A step asked for as an int (or its text), that the table has."""
+    try:
+        chosen = int(step)
+    except ValueError:
+        raise ValueError(f"step: give a number, 'last' or 'all', not {step!r}") from None
+    if chosen not in steps:
+        raise ValueError(
+            f"no samples at step {chosen} (steps {steps[0]} to {steps[-1]}, {len(steps)} in all)"
+        )
+    return chosen
 
 
 def _server_class() -> Callable[..., Any]:

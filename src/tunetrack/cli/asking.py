@@ -24,7 +24,7 @@ from .options import dir_option, output_option
 @friendly
 def query_command(sql: str, dir: str | None, fmt: str, output: str | None) -> None:
     """Run read-only SQL (DuckDB) over the runs: tables runs, params, params_wide, metrics, system,
-    events, summary (docs/query.md lists their columns).
+    events, samples, console, summary (docs/query.md lists their columns).
 
     \b
     tunetrack query "SELECT run, min(value) FROM metrics WHERE key = 'loss' GROUP BY run"

@@ -337,8 +337,10 @@ def result_table(table: Any) -> Table:
 
 
 def _result_cell(value: Any) -> str:
+    from ..reader.samples import visible
+
     if value is None:
         return ""
     if isinstance(value, list):
         return ", ".join(map(_result_cell, value))
-    return number(value) if isinstance(value, float) else str(value)
+    return number(value) if isinstance(value, float) else visible(str(value))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .. import config, states
 from .as_json import provenance
 from .run import Run
+from .samples import cell_text, completion_column, prompt_text
 from .series import Series, present
 
 if TYPE_CHECKING:
@@ -42,7 +43,17 @@ TABLES: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("hosts", "VARCHAR[]", "the hosts its processes ran on"),
             ("git_commit", "VARCHAR", "the commit its code was at"),
             ("git_branch", "VARCHAR", "the branch"),
-            ("error", "VARCHAR", "why a failed run failed: its traceback's last line"),
+            (
+                "failure",
+                "VARCHAR",
+                "the known failure a run that did not finish ended in: `CUDA error on rank 0`",
+            ),
+            (
+                "error",
+                "VARCHAR",
+                "why it died, in one line: the exception's own line (`RuntimeError: CUDA error: ...`), or a "
+                "C++ `what():` or the console line of a process that died without a traceback",
+            ),
             ("traceback", "VARCHAR", "the whole traceback of a failed run"),
         ],
     ),
@@ -94,6 +105,35 @@ TABLES: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("data", "VARCHAR", "the rest as JSON text (NaN as \"NaN\"): `data->>'path'`"),
         ],
     ),
+    "samples": (
+        "one row per row of a table of samples (`log_table`, `log_text`, TRL's and ms-swift's completions)",
+        [
+            ("run", "VARCHAR", "the run's id"),
+            ("key", "VARCHAR", "the table (`completions`)"),
+            ("step", "BIGINT", "the step it was logged at"),
+            ("time", "DOUBLE", "unix time it was logged"),
+            ("index", "BIGINT", "the row's place in its table at that step"),
+            ("prompt", "VARCHAR", "the row's prompt, as text (a conversation as `role: content` lines)"),
+            ("completion", "VARCHAR", "the row's completion, as text"),
+            ("reward", "DOUBLE", "its `reward` column (a GRPO table's total reward), else NULL"),
+            ("data", "VARCHAR", "the whole row as JSON text (NaN as \"NaN\"): `data->>'has_digit'`"),
+        ],
+    ),
+    "console": (
+        "one row per console line a process of the run printed (fds 1 and 2, `tunetrack logs`)",
+        [
+            ("run", "VARCHAR", "the run's id"),
+            ("time", "DOUBLE", "unix time it was printed"),
+            ("host", "VARCHAR", "the host of the process that printed it"),
+            ("rank", "BIGINT", "that process's global rank"),
+            (
+                "stream",
+                "VARCHAR",
+                "stdout, stderr, stdout+stderr (a terminal's), or tunetrack (a note of ours)",
+            ),
+            ("text", "VARCHAR", "the line, terminal escapes removed"),
+        ],
+    ),
     "summary": (
         "one row per run and metric key (what `tunetrack show` summarizes)",
         [
@@ -143,6 +183,7 @@ def runs_table(runs: Sequence[Run]) -> pa.Table:
                 "name": run.name,
                 "project": run.project,
                 "state": run.state,
+                "failure": run.failure,
                 "tags": run.tags,
                 "notes": [n["text"] for n in run.notes],
                 "created": run.created,
@@ -282,6 +323,43 @@ def events_table(runs: Sequence[Run]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=_schema("events"))
 
 
+def samples_table(runs: Sequence[Run]) -> pa.Table:
+    import pyarrow as pa
+
+    rows = []
+    for run in runs:
+        for table in run.sample_tables():
+            completion = completion_column(table.columns())
+            for s in table.samples():
+                row = s["row"]
+                reward = row.get("reward")
+                rows.append(
+                    {
+                        "run": run.id,
+                        "key": s["key"],
+                        "step": s["step"],
+                        "time": s["time"],
+                        "index": s["index"],
+                        "prompt": prompt_text(row),
+                        "completion": None if completion is None else cell_text(row.get(completion)),
+                        "reward": _number(reward),
+                        "data": json.dumps(json_safe(row), default=str),
+                    }
+                )
+    return pa.Table.from_pylist(rows, schema=_schema("samples"))
+
+
+def console_table(runs: Sequence[Run]) -> pa.Table:
+    import pyarrow as pa
+
+    rows = [
+        {"run": run.id, "time": x.time, "host": x.host, "rank": x.rank, "stream": x.stream, "text": x.text}
+        for run in runs
+        for x in run.console()
+    ]
+    return pa.Table.from_pylist(rows, schema=_schema("console"))
+
+
 def summary_table(runs: Sequence[Run]) -> pa.Table:
     import pyarrow as pa
 
@@ -321,6 +399,8 @@ BUILDERS: dict[str, Callable[[Sequence[Run]], pa.Table]] = {
     "metrics": metrics_table,
     "system": system_table,
     "events": events_table,
+    "samples": samples_table,
+    "console": console_table,
     "summary": summary_table,
 }
 

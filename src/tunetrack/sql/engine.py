@@ -54,8 +54,15 @@ def _duckdb() -> Any:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """DuckDB's message on one line, its hint kept (``Did you mean "summary"?``, ``Candidate
+    bindings: "run"``) and the quoted statement with its caret left out (``LINE 1: ...``)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    kept = [
+        line
+        for line in (lines[: next((i for i, x in enumerate(lines) if x.startswith("LINE ")), None)])
+        if line
+    ]
+    return "; ".join(kept) if kept else type(exc).__name__
 
 
 def check(sql: str) -> None:
@@ -71,7 +78,18 @@ def check(sql: str) -> None:
     if kind == duckdb.StatementType.EXPLAIN:
         check(_explained(sql))  # EXPLAIN ANALYZE runs the statement it explains
     elif kind != duckdb.StatementType.SELECT:  # DESCRIBE, SHOW and SUMMARIZE parse as SELECT
-        raise QueryError(f"refused {kind.name}: {ALLOWED}")
+        raise QueryError(f"refused {_first_word(sql) or kind.name}: {ALLOWED}")
+
+
+def _first_word(sql: str) -> str:
+    """The statement's first keyword as DuckDB reads it (``INSTALL``, which its parser types as LOAD)."""
+    duckdb = _duckdb()
+    tokens = duckdb.tokenize(sql)
+    for i, (start, kind) in enumerate(tokens):
+        if kind != duckdb.token_type.comment:
+            end = tokens[i + 1][0] if i + 1 < len(tokens) else len(sql)
+            return sql[start:end].strip().upper()
+    return ""
 
 
 def _explained(sql: str) -> str:

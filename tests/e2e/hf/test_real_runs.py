@@ -39,6 +39,7 @@ PAGES = [
     "docs/sweeps.md",
     "docs/query.md",
     "docs/names.md",
+    "docs/agents.md",
 ]
 #: the loss threshold of the sweeps examples, for these tiny models (see the module's docstring)
 THRESHOLD = ("eval/loss:min < 0.7", "eval/loss:min < 5.4")
@@ -354,6 +355,83 @@ def test_samples_in_a_terminal_never_send_escape_sequences(store, tmp_path):
     bare = re.sub(r"\x1b\[[0-9;]*m", "", text)
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", bare)
     assert "\\x" in bare
+
+
+# -- SQL and MCP on the same runs ------------------------------------------------------------------
+def code_blocks(page: str, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", (ROOT / page).read_text(), flags=re.S)
+
+
+def test_every_sql_example_of_the_query_page(store, runs):
+    """docs/query.md's examples, each statement run on these runs (its placeholder run ids replaced by
+    two sweep runs', its stride by one these short runs reach): each answers with rows, but the GPU
+    one on a machine without a GPU."""
+    from tunetrack import query
+
+    a, b = runs["sft-lr0.03-r4-s0"].id, runs["sft-lr0.003-r4-s0"].id
+    (block,) = [b for b in code_blocks("docs/query.md", "sql") if b.startswith("-- the lowest loss")]
+    statements = [x.strip() for x in block.split(";") if x.strip()]
+    assert len(statements) == 8
+    answers = {}
+    for statement in statements:
+        comment = statement.splitlines()[0]
+        text = statement.replace("a1b2c3d4", a).replace("e5f6g7h8", b).replace("step % 100", "step % 2")
+        answers[comment] = query(text, dir=store)
+    for comment, frame in answers.items():
+        assert len(frame) > 0 or "GPU" in comment, comment
+    why = answers["-- runs that did not finish, and why"]
+    assert why.set_index("name").loc["crash-cuda", "failure"] == "CUDA error on rank 0"
+    best = answers[next(c for c in answers if "highest total reward" in c)]
+    assert best["reward"].tolist() == sorted(best["reward"], reverse=True) and best["reward"].iloc[0] == 1.5
+    # DuckDB alone, on the runs' Parquet copies in the folder (the page's "without tunetrack")
+    (duck,) = [b for b in code_blocks("docs/query.md", "python") if b.startswith("import duckdb")]
+    done = subprocess.run(
+        [sys.executable, "-c", duck], cwd=store.parent, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(name.split("-")[0] in done.stdout for name in (r.id for r in sweep(runs)))
+
+
+def test_mcp_on_the_real_runs(store, runs):
+    """docs/agents.md's client, run as written (the SDK's stdio client starting ``tunetrack mcp``),
+    then the questions of the user trial: why a run died and what it printed, which completion scored
+    best, the sweep's best run by eval loss."""
+    (snippet,) = code_blocks("docs/agents.md", "python")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(
+        [sys.executable, "-c", snippet],
+        cwd=store.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    failed, answer = done.stdout.split(" ", 1)
+    rows = json.loads(answer)["rows"]
+    assert failed == "False" and [r["reward"] for r in rows] == sorted(
+        (r["reward"] for r in rows), reverse=True
+    )
+
+    from tunetrack.agents.mcp_server import Tools
+
+    tools = Tools(store)
+    crash = json.loads(tools.get_run("crash-cuda"))
+    assert (crash["failure"], crash["error"]) == (
+        "CUDA error on rank 0",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    )
+    assert crash["last_lines"][-1].endswith("about to do something risky on the GPU...")
+    killed = json.loads(tools.get_logs("sigkill-loop", tail=1))
+    assert killed["state"] == "crashed" and killed["lines"][-1]["text"].startswith("step ")
+    best = json.loads(tools.get_samples("grpo-digit", sort="reward:desc", limit=1))["rows"][0]
+    assert best["reward"] == max(
+        s["row"]["reward"] for s in runs["grpo-digit"].samples("completions", step=best["step"])
+    )
+    nolog = tools.get_run("grpo-nolog")
+    assert "log_completions=True" in json.loads(nolog)["samples"]
+    top = json.loads(tools.list_runs(project="sft-sweep", sort="eval/loss:min", limit=1))["runs"][0]
+    assert top["name"] == min(sweep(runs), key=eval_min).name
 
 
 # -- the other examples of the pages ----------------------------------------------------------------

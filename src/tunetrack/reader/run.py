@@ -261,7 +261,9 @@ class Run:
         logged = self.keys()
         found = metric_key(set(logged).__contains__, key)
         if found is None and strict and self.state != states.RUNNING:
-            raise unknown("metric", key, logged)
+            stored = self.stored_aggregates() or {}  # logged, but its records are damaged or gone
+            if metric_key(stored.__contains__, key) is None:
+                raise unknown("metric", key, logged or list(stored))
         return series(blocks, found or key)
 
     def process_series(self, key: str) -> dict[str, Series]:

@@ -235,6 +235,8 @@ def select(
     ``re.error`` for a bad one); sorted by ``sort`` (``COLUMN`` or ``COLUMN:desc``, a column of the
     row or one of ``META``; empty cells last), at most ``limit`` of them."""
     pattern = re.compile(grep) if grep else None
+    if sort:
+        samples = list(samples)  # looked at twice: for its columns, then row by row
     order = sort_spec(sort, samples) if sort else None
     out = []
     for sample in samples:

@@ -76,6 +76,8 @@ def samples(
         )
     except re.error as exc:
         raise HTTPException(422, f"grep: not a regular expression: {exc}") from None
+    except ValueError as exc:  # a column to sort by that no row has, an order that is no order
+        raise HTTPException(422, str(exc)) from None
     columns = merge_columns(tables)
     return {
         "keys": keys,

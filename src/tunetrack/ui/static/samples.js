@@ -35,7 +35,8 @@ class SamplesView {
     this.body = document.querySelector("#sample-table .vbody");
     this.space = document.querySelector("#sample-table .vspace");
     this.head = document.querySelector("#sample-table .vhead");
-    this.keySelect.addEventListener("change", () => { this.key = this.keySelect.value; this.load({ last: true }); });
+    // another table: its own columns, so a sort by one of the last table's is dropped
+    this.keySelect.addEventListener("change", () => { this.key = this.keySelect.value; this.sort = null; this.load({ last: true }); });
     this.slider.addEventListener("input", () => this.stepLabel());
     this.slider.addEventListener("change", () => this.load({}));
     let timer = null;

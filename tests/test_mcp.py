@@ -95,11 +95,12 @@ def test_every_read_tool_answers_compactly(store):
                     "limit": 1,
                 },
             ),
+            ("get_logs", {"run": "beta"}),
         ],
     )
     assert names == READ_TOOLS  # no edits without --allow-edits
     assert not any(error for error, _ in answers), answers
-    projects, p1, by_loss, got, metrics, compared, rows = (json.loads(text) for _, text in answers)
+    projects, p1, by_loss, got, metrics, compared, rows, logs = (json.loads(text) for _, text in answers)
     assert {(p["project"], p["runs"]) for p in projects} == {("p1", 1), ("p2", 1)}
     assert [r["id"] for r in p1["runs"]] == [alpha.id]
     assert [r["id"] for r in by_loss["runs"]] == [beta.id] and by_loss["total"] == 2 and by_loss["shown"] == 1
@@ -111,6 +112,7 @@ def test_every_read_tool_answers_compactly(store):
     assert compared["config_diff"] == {"lr": ["0.001", "0.0003"], "m.d": ["2", None]}
     assert compared["metrics"]["loss"][1] == {"last": 1.5, "min": 1.5, "max": 1.5}
     assert rows["row_count"] == 2 and rows["shown"] == 1 and rows["rows"] == [{"run": beta.id, "lowest": 1.5}]
+    assert logs["lines"] == [] and logs["note"].startswith("no console lines recorded")  # console off
 
 
 def test_errors_reach_the_agent_in_one_line(store):
@@ -232,6 +234,7 @@ def test_samples_and_logs_write_control_characters_out_and_bad_input_is_one_line
             ("get_samples", {"run": "grpo", "key": "completions", "step": "all", "prompt": "say 2"}),
             ("get_samples", {"run": "grpo", "key": "completions", "step": 5, "grep": "^n", "full": True}),
             ("get_logs", {"run": "grpo"}),
+            ("get_logs", {"run": "grpo", "grep": "nothing like it"}),
             ("get_samples", {"run": "grpo"}),
             ("get_samples", {"run": "grpo", "key": "complet"}),
             ("get_samples", {"run": "grpo", "key": "completions", "step": 7}),
@@ -241,9 +244,9 @@ def test_samples_and_logs_write_control_characters_out_and_bad_input_is_one_line
             ("get_logs", {"run": "grpo", "grep": "(unclosed"}),
         ],
     )
-    assert [error for error, _ in answers] == [False] * 5 + [True] * 7, answers
+    assert [error for error, _ in answers] == [False] * 6 + [True] * 7, answers
     assert all("\x1b" not in text and "\\u001b" not in text for _, text in answers)  # never sent, nor hidden
-    run, best, by_prompt, plain, logs = (json.loads(text) for _, text in answers[:5])
+    run, best, by_prompt, plain, logs, none = (json.loads(text) for _, text in answers[:6])
     assert run["failure"] is None and run["error"] is None and run["last_lines"] is None  # it finished
     assert run["samples"] == {"completions": {"steps": 2, "rows": 6}, "eval": {"steps": 1, "rows": 1}}
     assert best["step"] == 10 and (best["matched"], best["shown"]) == (3, 1)
@@ -266,8 +269,9 @@ def test_samples_and_logs_write_control_characters_out_and_bad_input_is_one_line
     assert [r["completion"] for r in plain["rows"]] == ["n0", "n2"] and plain["matched"] == 2
     assert [line["text"] for line in logs["lines"]] == ["step 5 ding\\x07", "step 10 ding\\x07"]
     assert {tuple(line) for line in logs["lines"]} == {("time", "stream", "text")}  # one rank: no rank
-    several, no_key, no_step, bad_step, bad_sort, bad_grep, bad_log_grep = (text for _, text in answers[5:])
-    assert "\n" not in "".join(text for _, text in answers[5:])
+    assert none["lines"] == [] and none["note"] == "no line of 2 matches grep 'nothing like it'"
+    several, no_key, no_step, bad_step, bad_sort, bad_grep, bad_log_grep = (text for _, text in answers[6:])
+    assert "\n" not in "".join(text for _, text in answers[6:])
     assert several.endswith("has several tables of samples: give key (completions, eval)")
     assert "table of samples 'complet'; did you mean completions" in no_key
     assert no_step.endswith("no samples at step 7 (steps 5 to 10, 2 in all)")

@@ -217,13 +217,25 @@ class Tools:
         """What a run's processes printed (``tunetrack logs``): its last ``tail`` lines (of one global
         ``rank``, matching the regular expression ``grep``), in time order, each with its time,
         stream (stdout, stderr) and text (the rank too when several processes printed); long lines cut
-        unless ``full``. The lines a process printed up to its death, also after a kill."""
+        unless ``full``; control characters written out. The lines a process printed up to its death,
+        also after a kill. No lines: a ``note`` says whether ``grep`` matched none or nothing was
+        recorded."""
         r = self.catalog.open(run)
         if rank is not None and rank not in r.ranks:
             raise ValueError(f"run {r.id} has no rank {rank} (ranks: {', '.join(map(str, r.ranks))})")
         _regex(grep)
-        lines = r.console(rank, None, grep, max(int(tail), 0))
+        tail = max(int(tail), 0)
+        lines = r.console(rank, None, grep, tail)
         several = len(r.ranks) > 1
+        note = None
+        if not lines and tail:
+            printed = len(r.console(rank)) if grep else 0
+            note = (
+                f"no line of {printed:,} matches grep {grep!r}"
+                if printed
+                else "no console lines recorded (the run printed nothing, or ran with its console off: "
+                "TUNETRACK_CONSOLE=0)"
+            )
         return dumps(
             {
                 "run": r.id,
@@ -238,6 +250,7 @@ class Tools:
                     }
                     for x in lines
                 ],
+                **({"note": note} if note else {}),
             }
         )
 

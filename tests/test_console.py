@@ -399,6 +399,8 @@ def test_lines_are_cut_redrawn_decoded_and_bounded():
     assert lines.feed(b"a\xc3") == []  # half a UTF-8 character waits for its other half
     assert lines.feed(b"\xa9\nb\r") == ["a\u00e9"]
     assert lines.feed(b"c\n\x1b[1;32mgreen\x1b[0m\n") == ["c", "green"]
+    # tput sgr0 (ESC ( B ESC [ m), a terminal reset (ESC c), a saved and restored cursor: all dropped
+    assert lines.feed(b"\x1b[1mbold\x1b(B\x1b[m \x1bcreset \x1b7saved\x1b8\n") == ["bold reset saved"]
     long = lines.feed(b"y" * (3 * MAX_LINE) + b"z" * 10)  # no newline yet: kept bounded
     assert long == [] and len(lines.partial) <= 2 * MAX_LINE
     (cut,) = lines.feed(b"\n")

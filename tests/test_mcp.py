@@ -7,13 +7,14 @@ import json
 import math
 import os
 import sys
+import uuid
 
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from helpers import SRC, run_script
+from helpers import SRC, run_script, spawn_script, wait_until
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import open_run
 
@@ -94,11 +95,12 @@ def test_every_read_tool_answers_compactly(store):
                     "limit": 1,
                 },
             ),
+            ("get_logs", {"run": "beta"}),
         ],
     )
     assert names == READ_TOOLS  # no edits without --allow-edits
     assert not any(error for error, _ in answers), answers
-    projects, p1, by_loss, got, metrics, compared, rows = (json.loads(text) for _, text in answers)
+    projects, p1, by_loss, got, metrics, compared, rows, logs = (json.loads(text) for _, text in answers)
     assert {(p["project"], p["runs"]) for p in projects} == {("p1", 1), ("p2", 1)}
     assert [r["id"] for r in p1["runs"]] == [alpha.id]
     assert [r["id"] for r in by_loss["runs"]] == [beta.id] and by_loss["total"] == 2 and by_loss["shown"] == 1
@@ -110,6 +112,7 @@ def test_every_read_tool_answers_compactly(store):
     assert compared["config_diff"] == {"lr": ["0.001", "0.0003"], "m.d": ["2", None]}
     assert compared["metrics"]["loss"][1] == {"last": 1.5, "min": 1.5, "max": 1.5}
     assert rows["row_count"] == 2 and rows["shown"] == 1 and rows["rows"] == [{"run": beta.id, "lowest": 1.5}]
+    assert logs["lines"] == [] and logs["note"].startswith("no console lines recorded")  # console off
 
 
 def test_errors_reach_the_agent_in_one_line(store):
@@ -196,3 +199,159 @@ def test_logs_samples_and_why_a_run_died(root):
     assert "has no rank 2 (ranks: 0)" in bad_rank
     assert "no run has metric 'los'; did you mean loss" in bad_key  # train/loss found loss; los is nobody's
     assert "no run has metric 'lossx:min'; did you mean loss:min" in bad_metric
+
+
+def test_samples_and_logs_write_control_characters_out_and_bad_input_is_one_line(root):
+    """TRL's table (its own step column, one column per reward function, the advantage) beside a
+    second table: a completion's escape sequence and a printed bell reach the agent written out, and
+    each bad argument is an error of one line naming what there is."""
+    done = run_script(
+        f"""
+        from tunetrack import Tracker
+        with Tracker(project="rl", name="grpo", dir={str(root)!r}, system=False) as t:
+            for step in (5, 10):
+                rows = [
+                    {{"step": step, "prompt": [{{"role": "user", "content": f"say {{i}}"}}],
+                      "completion": f"{{i}}\\x1b[2J" if i == 1 else f"n{{i}}", "has_digit": float(i == 1),
+                      "short": 0.5, "advantage": i - 1.0}}
+                    for i in range(3)
+                ]
+                t.log_table("completions", rows, step=step)
+                print(f"step {{step}} ding\\x07", flush=True)
+            t.log_table("eval", [{{"text": "x"}}], step=10)
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+    )
+    assert done.returncode == 0
+    _, answers = call(
+        root,
+        [
+            ("get_run", {"run": "grpo"}),
+            (
+                "get_samples",
+                {"run": "grpo", "key": "completions", "sort": "has_digit+short:desc", "limit": 1},
+            ),
+            ("get_samples", {"run": "grpo", "key": "completions", "step": "all", "prompt": "say 2"}),
+            ("get_samples", {"run": "grpo", "key": "completions", "step": 5, "grep": "^n", "full": True}),
+            ("get_logs", {"run": "grpo"}),
+            ("get_logs", {"run": "grpo", "grep": "nothing like it"}),
+            ("get_samples", {"run": "grpo"}),
+            ("get_samples", {"run": "grpo", "key": "complet"}),
+            ("get_samples", {"run": "grpo", "key": "completions", "step": 7}),
+            ("get_samples", {"run": "grpo", "key": "completions", "step": "first"}),
+            ("get_samples", {"run": "grpo", "key": "completions", "sort": "rewrd:desc"}),
+            ("get_samples", {"run": "grpo", "key": "completions", "grep": "[bad"}),
+            ("get_logs", {"run": "grpo", "grep": "(unclosed"}),
+        ],
+    )
+    assert [error for error, _ in answers] == [False] * 6 + [True] * 7, answers
+    assert all("\x1b" not in text and "\\u001b" not in text for _, text in answers)  # never sent, nor hidden
+    run, best, by_prompt, plain, logs, none = (json.loads(text) for _, text in answers[:6])
+    assert run["failure"] is None and run["error"] is None and run["last_lines"] is None  # it finished
+    assert run["samples"] == {"completions": {"steps": 2, "rows": 6}, "eval": {"steps": 1, "rows": 1}}
+    assert best["step"] == 10 and (best["matched"], best["shown"]) == (3, 1)
+    assert best["steps"] == {"first": 5, "last": 10, "count": 2, "all": [5, 10]}
+    assert best["rows"] == [
+        {
+            "step": 10,
+            "index": 1,
+            "prompt": "user: say 1",
+            "completion": "1\\x1b[2J",  # written out: printed, it clears nothing
+            "has_digit": 1.0,
+            "short": 0.5,
+            "advantage": 0.0,
+        }
+    ]
+    assert by_prompt["step"] is None and [(r["step"], r["completion"]) for r in by_prompt["rows"]] == [
+        (5, "n2"),
+        (10, "n2"),
+    ]
+    assert [r["completion"] for r in plain["rows"]] == ["n0", "n2"] and plain["matched"] == 2
+    assert [line["text"] for line in logs["lines"]] == ["step 5 ding\\x07", "step 10 ding\\x07"]
+    assert {tuple(line) for line in logs["lines"]} == {("time", "stream", "text")}  # one rank: no rank
+    assert none["lines"] == [] and none["note"] == "no line of 2 matches grep 'nothing like it'"
+    several, no_key, no_step, bad_step, bad_sort, bad_grep, bad_log_grep = (text for _, text in answers[6:])
+    assert "\n" not in "".join(text for _, text in answers[6:])
+    assert several.endswith("has several tables of samples: give key (completions, eval)")
+    assert "table of samples 'complet'; did you mean completions" in no_key
+    assert no_step.endswith("no samples at step 7 (steps 5 to 10, 2 in all)")
+    assert bad_step.endswith("step: give a number, 'last' or 'all', not 'first'")
+    assert "no table of samples has column 'rewrd'" in bad_sort
+    assert "grep: '[bad' is no regular expression" in bad_grep
+    assert "grep: '(unclosed' is no regular expression" in bad_log_grep
+
+
+def test_a_killed_runs_last_lines_and_a_run_of_two_ranks(root):
+    """A run killed without a word (SIGKILL) shows what it printed last in ``get_run``; a job of two
+    ranks gives each line its rank, and ``get_logs`` one rank's lines, or names the ranks there are."""
+    killed = run_script(
+        f"""
+        import os, signal
+        from tunetrack import Tracker
+        t = Tracker(project="k", name="sigkill-loop", dir={str(root)!r}, system=False).start()
+        for step in range(1, 4):
+            t.log({{"loss": 1.0 / step}}, step=step)
+            print(f"step {{step}} loss {{1.0 / step:.2f}}", flush=True)
+        t.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+        check=False,
+    )
+    assert killed.returncode == -9
+    job = uuid.uuid4().hex
+    ranks = [
+        spawn_script(
+            RANKED,
+            str(root),
+            env={
+                "RANK": str(rank),
+                "LOCAL_RANK": str(rank),
+                "WORLD_SIZE": "2",
+                "LOCAL_WORLD_SIZE": "2",
+                "TORCHELASTIC_RUN_ID": job,
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": "29556",
+                "TUNETRACK_CONSOLE": "1",
+            },
+        )
+        for rank in (1, 0)  # rank 1 first: it waits for rank 0's run
+    ]
+    for proc in ranks:
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    wait_until(lambda: len(open_run("sigkill-loop", dir=root).console()) == 3)
+    _, answers = call(
+        root,
+        [
+            ("get_run", {"run": "sigkill-loop"}),
+            ("get_logs", {"run": "ddp"}),
+            ("get_logs", {"run": "ddp", "rank": 1}),
+            ("get_logs", {"run": "ddp", "rank": 3}),
+        ],
+    )
+    assert [error for error, _ in answers] == [False] * 3 + [True], answers
+    run, both, one = (json.loads(text) for _, text in answers[:3])
+    assert run["overview"]["state"] == "crashed" and run["error"] is None
+    assert [line.split("   ")[-1] for line in run["last_lines"]] == [
+        "step 1 loss 1.00",
+        "step 2 loss 0.50",
+        "step 3 loss 0.33",
+    ]
+    assert sorted((x["rank"], x["text"]) for x in both["lines"]) == [
+        (0, "hello from rank 0"),
+        (1, "hello from rank 1"),
+    ]
+    assert [(x["rank"], x["text"]) for x in one["lines"]] == [(1, "hello from rank 1")]
+    assert answers[3][1].endswith("has no rank 3 (ranks: 0, 1)")
+
+
+#: a process of a job of two ranks (torchrun's environment): each prints its rank
+RANKED = """
+import os, sys, time
+from tunetrack import Tracker
+t = Tracker(dir=sys.argv[1], project="two", name="ddp", system=False).start()
+print(f"hello from rank {os.environ['RANK']}", flush=True)
+t.log({"loss": 1.0}, step=1)
+time.sleep(0.5)
+t.finish()
+"""

@@ -392,3 +392,63 @@ def test_samples_and_console_tables(root):
     # a terminal gets the completion's control characters written out, never sent
     shown = CliRunner().invoke(cli, ["query", "SELECT completion FROM samples", "--dir", str(root)]).output
     assert "\\x1b]0;T\\x07" in shown and "\x1b" not in shown
+
+
+def test_a_failed_grpo_runs_samples_console_and_failure(root):
+    """A run shaped as TRL's GRPO writes it (a chat prompt, one column per reward function and no
+    total ``reward``) that printed progress in colour, then died of a CUDA error: ``runs.failure``
+    classifies it, ``samples`` has no reward but the row's every column in ``data``, and ``console``
+    holds the progress without its escapes, then the traceback on stderr."""
+    failed = run_script(
+        f"""
+        import socket
+        from tunetrack import Tracker
+        t = Tracker(project="rl", name="grpo", dir={str(root)!r}, system=False).start()
+        rows = [
+            {{"step": 3, "prompt": [{{"role": "user", "content": "say a number"}}], "completion": c,
+              "has_digit": d, "advantage": d - 0.5}}
+            for c, d in (("4", 1.0), ("four", 0.0))
+        ]
+        t.log_table("completions", rows, step=3)
+        print("\\x1b[32mstep 3\\x1b[0m reward 0.5", flush=True)
+        print("host", socket.gethostname(), flush=True)
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        """,
+        env={"TUNETRACK_CONSOLE": "1"},
+        check=False,
+    )
+    assert failed.returncode == 1
+    (run,) = records(sql("SELECT id, state, failure, error FROM runs", root))
+    assert (run["state"], run["failure"]) == ("failed", "CUDA error on rank 0")
+    assert run["error"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    got = sql(
+        "SELECT run, key, step, index, prompt, completion, reward, data->>'has_digit' AS d, "
+        "(data->>'advantage')::DOUBLE AS a, data->>'step' AS own_step FROM samples ORDER BY a DESC",
+        root,
+    )
+    assert records(got) == [
+        {
+            "run": run["id"],
+            "key": "completions",
+            "step": 3,
+            "index": i,
+            "prompt": "user: say a number",
+            "completion": c,
+            "reward": None,  # no total reward column: NULL, not a reward function's
+            "d": d,
+            "a": a,
+            "own_step": "3",
+        }
+        for i, c, d, a in ((0, "4", "1.0", 0.5), (1, "four", "0.0", -0.5))
+    ]
+    lines = records(sql("SELECT run, host, rank, stream, text FROM console ORDER BY time", root))
+    host = lines[1]["text"].removeprefix("host ")
+    assert lines[0] == {
+        "run": run["id"],
+        "host": host,
+        "rank": 0,
+        "stream": "stdout",
+        "text": "step 3 reward 0.5",
+    }
+    assert [x["text"] for x in lines if x["stream"] == "stderr"][0] == "Traceback (most recent call last):"
+    assert lines[-1]["text"] == "RuntimeError: CUDA error: an illegal memory access was encountered"

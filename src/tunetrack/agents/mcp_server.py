@@ -22,7 +22,7 @@ from ..errors import TunetrackError
 from ..reader import Catalog, chart_points, differing, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.names import metric_key, unknown
-from ..reader.samples import select, steps_of
+from ..reader.samples import cell_text, select, step_of, steps_of, visible
 from ..reader.where import MISSING, ordered
 from ..reader.where import sort as parse_sort
 from ..sql.tables import json_safe
@@ -42,6 +42,8 @@ INSTRUCTIONS = (
 LOG_LINES = 50
 #: rows ``get_samples`` returns by default
 SAMPLE_ROWS = 20
+#: ``get_samples`` lists a table's steps when it has at most this many (else the first, last and count)
+STEPS_LISTED = 50
 INSTALL = "tunetrack mcp needs the MCP SDK: pip install 'tunetrack[mcp]'"
 #: a text longer than this is cut (``full=True`` gives it whole)
 TEXT_WIDTH = 200
@@ -55,7 +57,40 @@ def dumps(value: Any) -> str:
 
 
 def _cut(text: str, full: bool) -> str:
+    """A text as an answer holds it: its control characters written out (``\\x1b``, as ``tunetrack
+    samples`` shows them: an agent that prints the answer sends nothing to a terminal), on one line and
+    cut to ``TEXT_WIDTH`` unless ``full``."""
+    text = visible(text)
     return text if full else short(text, TEXT_WIDTH)
+
+
+def _cell(value: Any, full: bool) -> Any:
+    """A cell of a table of samples: a number as it is, anything else as text (a conversation as
+    ``role: content`` lines), ``_cut``."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _cut(cell_text(value), full)
+
+
+def _written_out(value: Any) -> Any:
+    """``value`` (a SQL cell: text, a list, a struct) with the control characters of its texts written
+    out."""
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, list):
+        return [_written_out(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _written_out(v) for k, v in value.items()}
+    return value
+
+
+def _regex(grep: str | None) -> None:
+    """A ``ValueError`` of one line when ``grep`` is no regular expression."""
+    if grep:
+        try:
+            re.compile(grep)
+        except re.error as exc:
+            raise ValueError(f"grep: {grep!r} is no regular expression: {exc}") from None
 
 
 class Tools:
@@ -123,7 +158,7 @@ class Tools:
                 "overview": {label: _cut(text, full) for label, text in overview(r)},
                 "failure": r.failure,
                 "error": r.cause,
-                "traceback": (r.error if full else None) if r.error else None,
+                "traceback": visible(r.error) if full and r.error else None,
                 "last_lines": [_cut(line, full) for line in last_lines(r)] or None,
                 "samples": {
                     key: {"steps": len(steps), "rows": sum(steps.values())}
@@ -182,15 +217,25 @@ class Tools:
         """What a run's processes printed (``tunetrack logs``): its last ``tail`` lines (of one global
         ``rank``, matching the regular expression ``grep``), in time order, each with its time,
         stream (stdout, stderr) and text (the rank too when several processes printed); long lines cut
-        unless ``full``. The lines a process printed up to its death, also after a kill."""
+        unless ``full``; control characters written out. The lines a process printed up to its death,
+        also after a kill. No lines: a ``note`` says whether ``grep`` matched none or nothing was
+        recorded."""
         r = self.catalog.open(run)
         if rank is not None and rank not in r.ranks:
             raise ValueError(f"run {r.id} has no rank {rank} (ranks: {', '.join(map(str, r.ranks))})")
-        try:
-            lines = r.console(rank, None, grep, max(int(tail), 0))
-        except re.error as exc:
-            raise ValueError(f"grep: {grep!r} is no regular expression: {exc}") from None
+        _regex(grep)
+        tail = max(int(tail), 0)
+        lines = r.console(rank, None, grep, tail)
         several = len(r.ranks) > 1
+        note = None
+        if not lines and tail:
+            printed = len(r.console(rank)) if grep else 0
+            note = (
+                f"no line of {printed:,} matches grep {grep!r}"
+                if printed
+                else "no console lines recorded (the run printed nothing, or ran with its console off: "
+                "TUNETRACK_CONSOLE=0)"
+            )
         return dumps(
             {
                 "run": r.id,
@@ -205,6 +250,7 @@ class Tools:
                     }
                     for x in lines
                 ],
+                **({"note": note} if note else {}),
             }
         )
 
@@ -214,15 +260,19 @@ class Tools:
         key: str | None = None,
         step: int | str = "last",
         prompt: str | None = None,
+        grep: str | None = None,
         sort: str | None = None,
         limit: int = SAMPLE_ROWS,
         full: bool = False,
     ) -> str:
         """What the model wrote: the rows of a run's table of samples (``tunetrack samples``: GRPO
-        completions with their rewards, ``log_table``'s tables) at one ``step`` (an int, ``"last"``,
-        or ``"all"``), whose prompt contains ``prompt``, sorted by ``sort`` (``COLUMN[:desc]``, or a sum
-        ``has_digit+short:desc``; a GRPO table's ``reward`` is its total reward), at most ``limit``;
-        long cells cut unless ``full``. ``key``: the table, needed only when the run has several."""
+        completions with their rewards, ``log_table``'s tables). ``key``: the table, needed only when
+        the run has several; ``step``: an int, ``"last"`` (default) or ``"all"``; ``prompt``: only rows
+        whose prompt contains this text; ``grep``: only rows with a text cell this regular expression
+        matches; ``sort``: ``COLUMN[:desc]``, or a sum ``has_digit+short:desc`` (a GRPO table's
+        ``reward`` is its total reward); at most ``limit`` rows; cells cut to one line of 200
+        characters unless ``full``, control characters written out (``\\x1b``). Says how many rows
+        matched and were shown, and the steps the table has."""
         r = self.catalog.open(run)
         index = r.sample_index()
         if not index:
@@ -233,20 +283,26 @@ class Tools:
         if key not in index:
             raise unknown("table of samples", key, list(index), holder="run")
         steps = steps_of(index, key)
-        chosen_step = None if step == "all" else steps[-1] if step == "last" else _step(step, steps)
-        rows = select(r.samples(key, chosen_step), prompt=prompt, sort=sort)
+        chosen_step = step_of(steps, step)
+        _regex(grep)
+        rows = select(r.samples(key, chosen_step), prompt=prompt, grep=grep, sort=sort)
         shown = rows[: max(int(limit), 0)]
         return dumps(
             {
                 "run": r.id,
                 "key": key,
                 "step": chosen_step,
-                "steps": {"first": steps[0], "last": steps[-1], "count": len(steps)},
+                "steps": {
+                    "first": steps[0],
+                    "last": steps[-1],
+                    "count": len(steps),
+                    **({"all": steps} if len(steps) <= STEPS_LISTED else {}),
+                },
                 "rows": [
                     {
                         "step": s["step"],
                         "index": s["index"],
-                        **{c: _cut(v, full) if isinstance(v, str) else v for c, v in s["row"].items()},
+                        **{c: _cell(v, full) for c, v in s["row"].items()},
                     }
                     for s in shown
                 ],
@@ -284,11 +340,11 @@ class Tools:
     def query(self, sql: str, limit: int = 50) -> str:
         """Read-only SQL (DuckDB) over the tables runs, params, params_wide, metrics, system, events,
         samples, console, summary; at most ``limit`` rows come back (aggregate in SQL rather than raise
-        it)."""
+        it), texts with their control characters written out."""
         from ..sql import run_sql
 
         table = run_sql(sql, self.dir)
-        rows = table.slice(0, max(int(limit), 0)).to_pylist()
+        rows = _written_out(table.slice(0, max(int(limit), 0)).to_pylist())
         return dumps(
             {"columns": table.column_names, "rows": rows, "row_count": table.num_rows, "shown": len(rows)}
         )
@@ -327,19 +383,6 @@ def _require(keys: list[str], runs: list[Any]) -> None:
     for key in keys:
         if not any(metric_key(set(r.keys()).__contains__, key) for r in runs):
             raise unknown("metric", key, [k for r in runs for k in r.keys()])
-
-
-def _step(step: int | str, steps: list[int]) -> int:
-    """A step asked for as an int (or its text), that the table has."""
-    try:
-        chosen = int(step)
-    except ValueError:
-        raise ValueError(f"step: give a number, 'last' or 'all', not {step!r}") from None
-    if chosen not in steps:
-        raise ValueError(
-            f"no samples at step {chosen} (steps {steps[0]} to {steps[-1]}, {len(steps)} in all)"
-        )
-    return chosen
 
 
 def _server_class() -> Callable[..., Any]:

@@ -132,6 +132,25 @@ def steps_of(index: dict[str, dict[int, int]], key: str | None = None) -> list[i
     return sorted({step for k, steps in index.items() if key is None or k == key for step in steps})
 
 
+def step_of(steps: list[int], step: int | str | None) -> int | None:
+    """The step a reader asks for among ``steps`` (``steps_of``'s, not empty): ``"last"`` the last one,
+    ``"all"`` or None every step (None), else a number (or its text) that ``steps`` holds; a
+    ``ValueError`` of one line naming the steps there are for any other."""
+    if step is None or step == "all":
+        return None
+    if step == "last":
+        return steps[-1]
+    try:
+        chosen = int(step)
+    except ValueError:
+        raise ValueError(f"step: give a number, 'last' or 'all', not {step!r}") from None
+    if chosen not in steps:
+        raise ValueError(
+            f"no samples at step {chosen} (steps {steps[0]} to {steps[-1]}, {len(steps)} in all)"
+        )
+    return chosen
+
+
 # -- the text of a cell, for matching and for terminals ----------------------------------------------
 def cell_text(value: Any) -> str:
     """A cell as text: a conversation as ``role: content`` lines, numbers as Python writes them."""

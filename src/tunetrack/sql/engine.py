@@ -238,8 +238,8 @@ def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Ta
 def query(sql: str, dir: Dir = None) -> pd.DataFrame:
     """The result of the read-only SQL ``sql`` over the runs in ``dir`` as a pandas DataFrame.
 
-    Tables: ``runs``, ``params``, ``params_wide``, ``metrics``, ``system``, ``events``, ``summary``
-    (their columns: ``tunetrack.sql.TABLES``, or docs/query.md)::
+    Tables: ``runs``, ``params``, ``params_wide``, ``metrics``, ``system``, ``events``, ``samples``,
+    ``console``, ``summary`` (their columns: ``tunetrack.sql.TABLES``, or docs/query.md)::
 
         tunetrack.query("SELECT run, min(value) FROM metrics WHERE key = 'loss' GROUP BY run")
     """

@@ -57,8 +57,9 @@ RECORD_CHARS = 1 << 16
 BACKLOG = 64 << 20
 #: lines the stop answer carries (an alert's text)
 LAST_LINES = 20
-#: CSI, OSC and two-character escape sequences: colours and cursor moves are for terminals
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+#: CSI, OSC and the other escape sequences (ESC, intermediate bytes, a final byte: ``tput sgr0``'s
+#: ``ESC ( B``, a reset's ``ESC c``, ``ESC 7``): colours and cursor moves are for terminals
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]*[0-~]")
 
 
 def overlay(line: str) -> str:

@@ -301,7 +301,7 @@ def samples_command(
 
     from ..reader import open_run
     from ..reader.as_text import samples_listed
-    from ..reader.samples import select, steps_of
+    from ..reader.samples import select, step_of, steps_of
     from . import export, tables
 
     if step is not None and last:
@@ -314,12 +314,7 @@ def samples_command(
         known = ", ".join(sorted(index))
         raise click.ClickException(f"run {r.id} has no samples under {key!r} (keys: {known})")
     steps = steps_of(index, key)
-    if last:
-        step = steps[-1]
-    elif step is not None and step not in steps:
-        raise click.ClickException(
-            f"no samples at step {step} (steps {steps[0]} to {steps[-1]}, {len(steps)} in all)"
-        )
+    step = step_of(steps, "last" if last else step)
     try:
         chosen = select(r.samples(key, step), prompt=prompt, grep=grep, sort=sort)
     except re.error as exc:

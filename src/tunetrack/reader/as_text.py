@@ -22,7 +22,7 @@ from .as_json import provenance
 from .console import Line
 from .names import config_key
 from .run import Run
-from .samples import IMAGE, cell_text, merge_columns, select, steps_of
+from .samples import IMAGE, cell_text, merge_columns, select, steps_of, visible
 
 #: what a fact without a value reads
 NONE = "—"
@@ -64,7 +64,7 @@ def line_text(line: Line, ranks: bool = True) -> str:
     with one process)."""
     at = time.strftime("%H:%M:%S", time.localtime(line.time))
     mark = {"stderr": "!", "tunetrack": "#"}.get(line.stream, " ")
-    return f"{at} {mark} {f'[rank {line.rank}] ' if ranks else ''}{line.text}"
+    return f"{at} {mark} {f'[rank {line.rank}] ' if ranks else ''}{visible(line.text)}"
 
 
 def last_lines(run: Run, count: int = LAST_LINES) -> list[str]:

@@ -23,10 +23,16 @@ export async function api(path) {
   if (!response.ok) throw await failure(response);
   return response.json();
 }
-// What a failed response says: the API's one line (`detail`), else its status.
+// What a failed response says: the API's one line (`detail`), else its status. A request FastAPI
+// refused before the route ran has a list of problems as its detail: each said as "where: what".
 export async function failure(response) {
   const body = await response.json().catch(() => ({}));
-  return new Error(body.detail || response.statusText);
+  const detail = Array.isArray(body.detail)
+    ? body.detail.map(d => `${(d.loc || []).slice(1).join(".") || "request"}: ${d.msg}`).join("; ")
+    : body.detail;
+  const error = new Error(detail || response.statusText);
+  error.status = response.status;
+  return error;
 }
 // Many series in one request (GET /api/series); entries come back in the order of `specs`
 // ({key, node, cursor, run}); without specs, every series of params.run.
@@ -50,7 +56,18 @@ export function bucketWidth(grid) {
 const CHART_HEIGHT = 220;  // the plot and its axes, in CSS pixels; the title and the legend come on top
 // uPlot draws at a fixed size: a chart follows the width of its grid cell (made with the first chart).
 let resized = null;
-function lineColor(i, alpha = 1) { return `hsl(${(210 + i * 137.5) % 360} 70% 42%${alpha < 1 ? ` / ${alpha}` : ""})`; }  // the golden angle: neighbours differ
+// Tableau 10, a categorical palette made so that every colour is told apart from the others; a page
+// colours each run by its place in the page's list of runs (`colors`), so a run has one colour on
+// every chart of the page. Past ten runs the colours come round again, dashed, then dotted.
+const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const DASHES = [undefined, [6, 3], [1, 2]];
+function lineColor(i, alpha = 1) {
+  const hex = PALETTE[i % PALETTE.length];
+  if (alpha >= 1) return hex;
+  const [r, g, b] = [1, 3, 5].map(at => parseInt(hex.slice(at, at + 2), 16));
+  return `rgb(${r} ${g} ${b} / ${alpha})`;
+}
+function lineDash(i) { return DASHES[Math.floor(i / PALETTE.length) % DASHES.length]; }
 // Several runs' lines on one x axis, the union of their x (`lines`: [xs, ys] each). A run without a
 // point at an x has undefined there, which its line spans (a metric logged at other steps than
 // another's is drawn joined); a null it holds stays a gap (NaN, ±Inf).
@@ -60,25 +77,38 @@ export function align(lines) { return uPlot.join(lines); }
 // Calls back onZoom({start, end}) when the user drags across it, onZoom(null) on a double click (uPlot
 // itself zooms in on what it has, and out), onPick(x) on a click that is no drag. `markers()` gives vertical lines to draw, [{x, color}];
 // the chart's element counts them in data-markers and holds the x range shown in data-xrange
-// ("min max"). `legend`: false for a chart of one line whose title names it.
+// ("min max"). `legend`: false for a chart of one line whose title names it. `colors`: each name's
+// place in the page's list of runs (or groups), which picks its colour (default: its place here).
+// `unit` (unitOf): the y axis and the values in it, as people read them (bytes as GiB, a share as %).
+// The legend is one line per name, cut short with the whole name on hover, and scrolls past a few
+// lines: it never takes more than a small part of the card. A name without a point at the hovered x
+// shows its nearest point's value and where that point is.
 // `bands`: each name is a group drawn as three series, its mean, high and low (data: [xs, mean, high,
 // low of each group]); the mean is a line, the high and low bound a band of its colour (uPlot bands).
 export function lineChart(div, data, range, { title, x, names, log = false, legend = true, markers = () => [],
-                                             onZoom = () => {}, onPick = () => {}, bands = false }) {
-  const value = (u, v) => (v == null ? "--" : fmtNum(v));
+                                             onZoom = () => {}, onPick = () => {}, bands = false, colors = null, unit = "" }) {
+  const color = i => (colors ? colors[i] : i);
+  const value = (u, v, seriesIdx, idx) => {
+    if (v == null) return "--";
+    const shown = withUnit(v, unit);
+    const at = u.cursor.idx;  // the hovered x; uPlot gives a line without a point there its nearest one
+    return idx != null && at != null && idx !== at ? `${shown} (at ${xText(u.data[0][idx], x)})` : shown;
+  };
   // Lines 1 px wide: a software canvas (no GPU) strokes them several times faster than wider ones
   // (50 runs overlaid: 3.4 s -> 0.85 s to draw; a 20-chart run page: 0.74 -> 0.60 s).
-  const line = (label, i) => ({ label, stroke: lineColor(i), width: 1, points: { filter: isolated, fill: lineColor(i) }, value });
-  const edge = (label, i) => ({ label, stroke: lineColor(i, 0.35), width: 1, points: { show: false }, value });
+  const line = (label, i) => ({ label, stroke: lineColor(color(i)), dash: lineDash(color(i)), width: 1,
+                                points: { filter: isolated, fill: lineColor(color(i)) }, value });
+  const edge = (label, i) => ({ label, stroke: lineColor(color(i), 0.35), width: 1, points: { show: false }, value });
   const series = bands
     ? names.flatMap((label, i) => [{ ...line(label, i), width: 1.5 }, edge(`${label} high`, i), edge(`${label} low`, i)])
     : names.map(line);
   const chart = new uPlot({
     title, width: div.clientWidth, height: CHART_HEIGHT, legend: { show: legend },
-    scales: { x: { time: x === "time" }, y: { distr: log ? 3 : 1 } },
+    // a log scale spans the data (uPlot's own reaches out to whole powers of ten: 0.6 to 1.2 drawn over 0.1 to 10)
+    scales: { x: { time: x === "time" }, y: log ? { distr: 3, range: logRange } : { distr: 1 } },
     series: [{ label: x }, ...series],
-    bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(i, 0.16) })) : [],
-    axes: [{}, { values: log ? logTicks : linearTicks, size: yAxisSize }],
+    bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(color(i), 0.16) })) : [],
+    axes: [{}, { values: log ? logTicks : unit ? unitTicks(unit) : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
     hooks: {
       setSelect: [u => {  // a drag: uPlot zooms in on what it has, the caller fetches the detail
@@ -99,6 +129,7 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
   if (bands) {  // the legend names each group once, by its mean: its high and low rows are hidden
     chart.root.querySelectorAll(".u-legend .u-series").forEach((tr, i) => { if (i > 0 && (i - 1) % 3) tr.style.display = "none"; });
   }
+  for (const label of chart.root.querySelectorAll(".u-legend .u-label")) label.title = label.textContent;  // cut short by CSS
   div.chart = chart;
   resized ??= new ResizeObserver(entries => {
     for (const { target } of entries) target.chart?.setSize({ width: target.clientWidth, height: CHART_HEIGHT });
@@ -150,6 +181,53 @@ function linearTicks(u, splits, axisIdx, space, incr) {
   return splits.map(v => tickLabel(v, place));
 }
 function logTicks(u, splits) { return splits.map(v => tickLabel(v, v && magnitude(v))); }
+function logRange(u, min, max) {
+  if (!(min > 0 && max > 0)) return [min, max];
+  const pad = (max / min) ** 0.05;  // a twentieth of the span, either side
+  return min === max ? [min / 1.1, max * 1.1] : [min / pad, max * pad];
+}
+// The unit of a metric's values, from how tunetrack's system metrics (and people) name them:
+// `mem.used_bytes`, `disk.read_bytes_per_s`, `gpu.0.util`, `cpu.percent`, `gpu.0.power_w`, `gpu.0.temp_c`.
+export function unitOf(key) {
+  if (/_bytes_per_s$/.test(key)) return "B/s";
+  if (/_bytes$/.test(key)) return "B";
+  if (/(^|[._])(percent|util|mem_util)$/.test(key)) return "%";
+  if (/_w$/.test(key)) return "W";
+  if (/_c$/.test(key)) return "°C";
+  return "";
+}
+// Bytes in binary multiples, as nvidia-smi and PyTorch print them; [divisor, suffix] for values up to `most`.
+function unitScale(unit, most) {
+  if (unit !== "B" && unit !== "B/s") return [1, unit];
+  const per = unit === "B/s" ? "/s" : "";
+  const steps = ["B", "KiB", "MiB", "GiB", "TiB"];
+  const i = Math.max(0, Math.min(steps.length - 1, Math.floor(Math.log2(Math.abs(most) || 1) / 10)));
+  return [1024 ** i, steps[i] + per];
+}
+function withSuffix(text, suffix) { return !suffix || text === "" ? text : suffix === "%" ? `${text}%` : `${text} ${suffix}`; }
+export function withUnit(v, unit) {
+  if (typeof v !== "number" || !unit) return fmtNum(v);
+  const [div, suffix] = unitScale(unit, v);
+  return withSuffix(String(fmtNum(v / div)), suffix);
+}
+function unitTicks(unit) {
+  return (u, splits, axisIdx, space, incr) => {
+    const [div, suffix] = unitScale(unit, Math.max(...splits.map(Math.abs)));
+    return linearTicks(u, splits.map(v => v / div), axisIdx, space, incr / div).map(t => withSuffix(t, suffix));
+  };
+}
+// An x value as the hover legend says where a point is: a step, a time of day, seconds since the start.
+function xText(v, x) {
+  if (x === "time") return new Date(v * 1000).toLocaleTimeString();
+  if (x === "relative") return `${fmtNum(v)} s`;
+  return `step ${v}`;
+}
+// The value of a series that never changes (every number in it the same, at least two): shown as a
+// fact rather than drawn as a flat line; undefined for a series that changes or has too few points.
+export function constantValue(ys) {
+  const values = ys.filter(v => typeof v === "number");
+  return values.length >= 2 && values.every(v => v === values[0]) ? values[0] : undefined;
+}
 let measure = null;  // a canvas's context, made for the first axis
 function yAxisSize(u, values) {  // as wide as its longest label, and the ticks and the gap beside it
   measure ??= document.createElement("canvas").getContext("2d");
@@ -194,24 +272,41 @@ export function row(cells) {
   for (const cell of cells) tr.appendChild(cell instanceof Node ? cell : el("td", cell));
   return tr;
 }
-const DATE_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
-export function fmtTime(t) { return t ? DATE_FORMAT.format(new Date(t * 1000)) : "—"; }
+// A date as the CLI and the run's overview print it (reader/as_text.py's `when`): 2026-11-26 19:11:54, local time.
+export function fmtTime(t) {
+  if (!t) return "—";
+  const d = new Date(t * 1000), two = n => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+// "1 run", "3 runs": a count and its noun (`many`: the plural where it is not the noun and an s).
+export function plural(n, word, many = `${word}s`) { return `${n.toLocaleString()} ${n === 1 ? word : many}`; }
 export function fmtNum(v) { return typeof v === "number" ? (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : +v.toFixed(4)) : (v ?? "—"); }
 export function duration(run) {
   const end = run.ended || (run.state === "running" ? Date.now() / 1000 : null);
   if (!end || !run.created) return "—";
-  const s = Math.max(0, Math.round(end - run.created));
+  const s = Math.max(0, Math.floor(end - run.created));  // whole seconds gone by, as the server counts them
   return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
 }
-export function stateBadge(state) { return el("span", state, `state state-${state}`); }
+const STATES = ["running", "finished", "failed", "killed", "crashed"];  // states.STATES
+// A run's state as a coloured badge, with the known failure it ended in (`failed: CUDA out of memory
+// on rank 0`, as `tunetrack ls` says it); the whole text also on hover, where a cell cuts it short.
+export function stateBadge(state, failure) {
+  const text = failure ? `${state}: ${failure}` : state;
+  const badge = el("span", text, `state state-${STATES.includes(state) ? state : "unknown"}`);
+  badge.title = text;
+  return badge;
+}
 // A run's overview as the server words it (reader/as_text.py): [label, text] rows into a <dl>, each
-// <dd> marked with its label (data-fact).
+// <dd> marked with its label (data-fact). The state fact ("failed: CUDA out of memory on rank 0") is a badge.
 export function showFacts(list, facts) {
   list.replaceChildren();
   for (const [label, text] of facts) {
     const dd = el("dd");
     dd.dataset.fact = label;
-    dd.append(label === "state" ? stateBadge(text) : text);
+    if (label === "state") {
+      const [state, ...failure] = text.split(": ");
+      dd.append(stateBadge(state, failure.join(": ") || null));
+    } else dd.append(text);
     list.append(el("dt", label), dd);
   }
 }

@@ -18,7 +18,7 @@ from ...errors import TunetrackError
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
-from .deps import CatalogDep, open_or_404
+from .deps import CatalogDep, open_or_404, regex_error
 
 router = APIRouter()
 
@@ -26,8 +26,9 @@ XAxis = Annotated[str, Query(pattern="^(step|time)$")]
 #: the runs table to JSON as FastAPI writes a response (NaN and ±Inf as null), without validating it
 ROWS = TypeAdapter(list[dict[str, Any]])
 TABLE = TypeAdapter(dict[str, Any])
-#: what the runs page shows of a run besides its metrics (``format=table``)
-TABLE_FIELDS = ("id", "name", "project", "state", "tags", "hosts", "created", "ended", "last_step")
+#: what the runs page shows of a run besides its metrics (``format=table``); ``failure``: the known
+#: failure a run that did not finish ended in (``CUDA out of memory on rank 0``), beside its state
+TABLE_FIELDS = ("id", "name", "project", "state", "failure", "tags", "hosts", "created", "ended", "last_step")
 #: what a listed run's summary of each key holds (a fifth of the listing's bytes are not repeated:
 #: its last value is the row's ``last``; the step of it and the count are on the run's own page)
 LISTED_SUMMARY = ("min", "max", "best", "best_step")
@@ -141,7 +142,7 @@ def as_table(rows: list[dict[str, Any]], keys: Sequence[str]) -> dict[str, Any]:
     return {
         "fields": TABLE_FIELDS,
         "keys": shown,
-        "rows": [[*(row[f] for f in TABLE_FIELDS), *(cell(row, k) for k in shown)] for row in rows],
+        "rows": [[*(row.get(f) for f in TABLE_FIELDS), *(cell(row, k) for k in shown)] for row in rows],
     }
 
 
@@ -225,7 +226,7 @@ def logs(
     try:
         lines = r.console(rank, since, grep or None, tail)
     except re.error as exc:
-        raise HTTPException(400, f"grep: {grep!r} is no regular expression ({exc})") from None
+        raise HTTPException(400, regex_error(grep, exc)) from None
     ranks = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
     return {"lines": [line.as_json() for line in lines], "ranks": ranks, "failure": r.failure}
 

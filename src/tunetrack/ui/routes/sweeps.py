@@ -136,9 +136,13 @@ def group_series(
 
 
 def _not_found(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    from ...errors import TunetrackError
+    """A run that is not there is a 404; a name no run has (a group key, a metric) is the 422 of
+    every other box, with the closest names."""
+    from ...errors import AmbiguousName, TunetrackError, UnknownName
 
     try:
         return compute()
+    except (UnknownName, AmbiguousName) as exc:
+        raise HTTPException(422, str(exc)) from None
     except TunetrackError as exc:
         raise HTTPException(404, str(exc)) from None

@@ -1,5 +1,5 @@
-import { api, duration, failure, el, fmtNum, fmtTime, row, stateBadge } from "./common.js";
-import { drawParameters } from "./sweep.js";
+import { api, duration, failure, el, fmtNum, fmtTime, plural, row, stateBadge } from "./common.js";
+import { drawParameters, short } from "./sweep.js";
 
 // The runs table. A store may hold 10,000 runs: the page keeps every run's row data, but only the
 // rows on screen (and a few either side) are in the DOM, so a filter, a sort or a scroll costs what
@@ -9,7 +9,8 @@ import { drawParameters } from "./sweep.js";
 // Every choice is kept in the URL, so a reload (or a link) shows the same table: the metric columns
 // (`key=train/loss&key=eval/loss:min`, KEY[:AGG]; an empty `key`: none), the sort (`sort=eval/loss:min`,
 // `sort=created:desc`, as `tunetrack ls --sort`), the filter box (`where`), the group keys (`group`),
-// the brushed axes of parallel coordinates (`brush`) and the hyperparameters' metric (`hp`). What the
+// the brushed axes of parallel coordinates (`brush`), the hyperparameters' metric (`hp`) and the ticked
+// runs (`pick=ID,ID`). What the
 // server computes (an expression's runs, the groups and their mean ± std, the axes, the importance) it
 // computes with the reader's code (reader/where.py, groups.py, sweeps.py); this page only draws it.
 const OVERSCAN = 10;  // rows drawn beyond each edge of the screen: a quick scroll shows no blank
@@ -24,7 +25,7 @@ let groupBy = url.get("group") || "", groups = null, groupError = "";  // the se
 let whereIds = null;  // the ids the expression and brushes keep (null: no expression, no brush)
 let brushes = url.getAll("brush");  // JSON each, as GET /api/select takes them
 const expanded = new Set();  // the labels of the groups opened
-const selected = new Set();
+const selected = new Set((url.get("pick") || "").split(",").filter(Boolean));
 let rowHeight = 0, headHeight = 0;  // measured once a row is drawn
 let drawn = "";  // which rows the DOM holds ("first last"): a scroll within them draws nothing
 const search = document.getElementById("search");
@@ -116,10 +117,10 @@ function update() {
       items.push({ group: g });
       if (expanded.has(g.label)) items.push(...g.members.sort(byColumn));
     }
-    status = `${shown.length} groups of ${shown.reduce((n, g) => n + g.members.length, 0)} runs (${runs.length} in all)`;
+    status = `${plural(shown.length, "group")} of ${plural(shown.reduce((n, g) => n + g.members.length, 0), "run")} (${runs.length.toLocaleString()} in all)`;
   } else {
     items = runs.filter(keep).sort(byColumn);
-    status = `${items.length} of ${runs.length} runs`;
+    status = `${items.length.toLocaleString()} of ${plural(runs.length, "run")}`;
   }
   document.getElementById("status").textContent = status;
   markSorted();
@@ -134,6 +135,11 @@ function draw() {
   const last = Math.max(first, Math.min(items.length, Math.ceil((innerHeight - top) / height) + OVERSCAN));
   if (drawn === `${first} ${last}`) return;
   drawn = `${first} ${last}`;
+  if (!items.length) {  // nothing to show: say why, and how to see runs again
+    box.style.paddingTop = box.style.paddingBottom = "0px";
+    body.replaceChildren(emptyRow());
+    return;
+  }
   box.style.paddingTop = `${first * height}px`;
   box.style.paddingBottom = `${(items.length - last) * height}px`;
   body.replaceChildren(...items.slice(first, last).map(item => (item.group ? groupRow(item.group) : tableRow(item))));
@@ -143,6 +149,37 @@ function draw() {
     drawn = "";
     draw();
   }
+}
+// The one row of a table with no run to show: what left them out (the filter box, brushed axes, the
+// project or state of the URL), with a button that clears it; or an empty store.
+function emptyRow() {
+  const text = search.value.trim(), td = el("td", null, "empty");
+  td.colSpan = document.querySelector("#runs thead tr").cells.length;
+  const tr = el("tr", null, "empty");
+  tr.appendChild(td);
+  if (!runs.length) {
+    const scope = ["project", "state"].filter(k => url.has(k)).map(k => `${k} ${url.get(k)}`).join(", ");
+    td.append(scope ? `no runs with ${scope}` : "no runs in this store yet: a Tracker(...) records one into it");
+    if (scope) td.append(" ", clearButton("show every run", () => { location.search = ""; }));
+    return tr;
+  }
+  const why = [text && `no runs match ${text}`, brushes.length && `the brushed ${brushes.length === 1 ? "axis" : "axes"}`].filter(Boolean);
+  td.append(`${why.join(" and ") || "no runs match"} `);
+  td.append(clearButton(text && brushes.length ? "clear both" : brushes.length ? "clear the brushes" : "clear the filter", () => {
+    search.value = "";
+    setUrl("where", []);
+    brushes = [];
+    setUrl("brush", []);
+    drawBrushes();
+    asked = false;
+    refresh();
+  }));
+  return tr;
+}
+function clearButton(text, onClick) {
+  const button = el("button", text, "clear");
+  button.addEventListener("click", onClick);
+  return button;
 }
 function metricCell(r, c) {
   const td = el("td", fmtNum(metricValue(r, c)), "num");
@@ -154,7 +191,7 @@ function tableRow(r) {
   const box = el("input"); box.type = "checkbox"; box.checked = selected.has(r.id);
   box.addEventListener("change", () => { box.checked ? selected.add(r.id) : selected.delete(r.id); updateCompare(); });
   const link = el("a", r.name); link.href = `/run/${encodeURIComponent(r.id)}`;
-  const cells = [box, stateBadge(r.state), link].map(n => { const td = el("td"); td.appendChild(n); return td; });
+  const cells = [box, stateBadge(r.state, r.failure), link].map(n => { const td = el("td"); td.appendChild(n); return td; });
   const tr = row([...cells, r.project ?? "—", (r.tags || []).join(", "), (r.hosts || []).join(", "),
                   fmtTime(r.created), duration(r), r.last_step ?? "—"]);
   for (const td of tr.cells) td.title = td.textContent;  // a cell cut short by the column's width
@@ -171,6 +208,8 @@ function groupRow(g) {
   box.addEventListener("change", () => {
     for (const id of ids) box.checked ? selected.add(id) : selected.delete(id);
     updateCompare();
+    drawn = "";
+    draw();  // its runs' boxes, where they are open
   });
   const open = el("button", `${expanded.has(g.label) ? "▾" : "▸"} ${ids.length}`, "expand");
   open.title = `${expanded.has(g.label) ? "hide" : "show"} the group's ${ids.length} runs`;
@@ -195,6 +234,8 @@ function markSorted() {
   for (const th of document.querySelectorAll("#runs thead th[data-sort]")) {
     th.classList.toggle("sorted", th.dataset.sort === sortKey);
     th.dataset.dir = th.dataset.sort === sortKey ? (sortDir > 0 ? "asc" : "desc") : "";
+    th.tabIndex = 0;  // sorted from the keyboard too: Enter or Space on a focused header
+    th.setAttribute("aria-sort", th.dataset.sort === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none");
   }
 }
 // What "best" is per key: the min where lower is better (the server's list, `lower`, of /api/keys),
@@ -247,7 +288,9 @@ function drawHead() {
     th.appendChild(label);
     head.appendChild(th);
   }
+  document.getElementById("runs").style.setProperty("--metrics", String(columns.length));  // its width (app.css)
   markSorted();
+  hpPlaceholder();
 }
 function setColumns(chosen) {
   const before = columns.map(c => c.key).join("\n");
@@ -272,30 +315,37 @@ function listKeys() {  // the keys a column can be added for, and the metrics th
   document.getElementById("hp-metrics").replaceChildren(
     ...metricKeys.flatMap(k => AGGS.map(a => Object.assign(el("option"), { value: `${k}:${a}` }))));
 }
-function updateCompare() { document.getElementById("compare").disabled = selected.size < 2; }
+// The compare button says how many runs it compares; the ticked runs are kept in the URL.
+function updateCompare() {
+  const button = document.getElementById("compare");
+  button.disabled = selected.size < 2;
+  button.textContent = selected.size ? `compare ${plural(selected.size, "run")}` : "compare selected";
+  setUrl("pick", selected.size ? [[...selected].join(",")] : []);
+}
 function showError(text) { document.getElementById("where-error").textContent = text; }
+function showGroupError(text) { document.getElementById("group-error").textContent = text; }
 
 // The server-side parts: the runs the expression and the brushes keep, the groups, the axes. A bad
-// expression shows the reader's one line beside the box, and the table keeps what it showed.
+// expression, or a name no run has (the server's 422: "no run has metric 'lr'; did you mean
+// config.lr?"), shows the reader's one line beside its box, the filter's or the group box's, and the
+// table keeps what it showed.
 let refreshes = 0;
 async function refresh() {
   const token = ++refreshes, query = selectionQuery();
   const groupQuery = new URLSearchParams(query);
   groupQuery.set("by", groupBy);
   for (const c of columns || []) groupQuery.append("key", c.spec);
-  try {
-    const [chosen, grouped] = await Promise.all([
-      query.has("where") || query.has("brush") ? api(`/api/select?${query}`) : null,
-      groupBy ? api(`/api/groups?${groupQuery}`) : null,
-    ]);
-    if (token !== refreshes) return;  // a later refresh is on its way
-    whereIds = chosen ? new Set(chosen.ids) : null;
-    groups = grouped;
-    showError("");
-  } catch (e) {
-    if (token !== refreshes) return;
-    showError(e.message);
-  }
+  const asking = (wanted, path) => (wanted ? api(path).catch(error => ({ error })) : null);
+  const [chosen, grouped] = await Promise.all([
+    asking(query.has("where") || query.has("brush"), `/api/select?${query}`),
+    asking(groupBy, `/api/groups?${groupQuery}`),
+  ]);
+  if (token !== refreshes) return;  // a later refresh is on its way
+  if (chosen?.error) showError(chosen.error.message);
+  else { whereIds = chosen ? new Set(chosen.ids) : null; showError(""); }
+  // the groups' request carries the filter too: its error is the group box's only when it is not the filter's
+  if (grouped?.error) showGroupError(grouped.error.message === chosen?.error?.message ? "" : grouped.error.message);
+  else { groups = groupBy ? grouped : null; showGroupError(""); }
   update();
   if (!hpShown) return;
   if (query.get("where") !== hpWhere || !hpData) loadParameters();  // other runs: other axes
@@ -317,8 +367,9 @@ async function load(request = listing()) {
     const changed = shownTag !== null;
     const fresh = fromTable(await response.json());
     shownTag = tag;
-    for (const r of fresh) r.haystack = [r.name, r.project, r.state, ...(r.tags || [])].join(" ").toLowerCase();
+    for (const r of fresh) r.haystack = [r.name, r.project, r.state, r.failure, ...(r.tags || [])].join(" ").toLowerCase();
     runs = fresh;
+    document.getElementById("runs").classList.toggle("failures", runs.some(r => r.failure));
     if (!columns) {  // none in the URL: the loss-like keys the runs have (the listing's default keys), training first
       columns = LOSS_LIKE.filter(k => runs.some(r => r.last && k in r.last)).map(column);
       drawHead();
@@ -332,9 +383,13 @@ async function load(request = listing()) {
 let hpShown = url.has("hp"), hpData = null, hpWhere = null;  // hpWhere: the expression hpData is of
 function hpMetric() {
   const chosen = document.getElementById("hp-metric").value.trim();
-  if (chosen) return chosen;
-  const first = columns?.[0];
-  return first ? `${first.key}:best` : "";
+  return chosen || defaultMetric();
+}
+function defaultMetric() { const first = columns?.[0]; return first ? `${first.key}:best` : ""; }
+// The box's placeholder is the metric the views use while it is empty (the first column's best).
+function hpPlaceholder() {
+  const metric = defaultMetric();
+  document.getElementById("hp-metric").placeholder = metric ? `${metric} (KEY:AGG)` : "KEY:AGG, e.g. eval/loss:min";
 }
 async function loadParameters() {
   const metric = hpMetric(), status = document.getElementById("hp-status");
@@ -364,10 +419,25 @@ function onBrush(field, spec) {
   drawBrushes();
   refresh();
 }
+// The chips above the table: the project and state the URL keeps to (each cleared by its ×, which
+// shows every run again), then one per brushed axis.
 function drawBrushes() {
-  document.getElementById("brushes").replaceChildren(...brushes.map(b => {
+  const scope = ["project", "state"].filter(k => url.has(k)).map(k => {
+    const chip = el("span", `${k}: ${url.get(k)}`, "chip scope");
+    chip.dataset.field = k;
+    const drop = el("button", "×", "drop");
+    drop.title = `show the runs of every ${k}`;
+    drop.addEventListener("click", () => {
+      const next = new URLSearchParams(location.search);
+      next.delete(k);
+      location.search = `?${next}`;
+    });
+    chip.appendChild(drop);
+    return chip;
+  });
+  document.getElementById("brushes").replaceChildren(...scope, ...brushes.map(b => {
     const [field, ...range] = JSON.parse(b);
-    const text = range.length === 1 ? `${field} in ${range[0].join(", ")}` : `${+range[0].toPrecision(3)} ≤ ${field} ≤ ${+range[1].toPrecision(3)}`;
+    const text = range.length === 1 ? `${field} in ${range[0].join(", ")}` : `${short(range[0], 2)} ≤ ${field} ≤ ${short(range[1], 2)}`;
     const chip = el("span", text, "chip");
     chip.dataset.field = field;
     const drop = el("button", "×", "drop");
@@ -395,6 +465,7 @@ async function start() {
   document.getElementById("hp-metric").value = url.get("hp") || "";
   if (columns) drawHead();  // the URL's; else load() picks them from the rows and draws them
   drawBrushes();
+  updateCompare();
   await load(rows);
   if (!columns) { columns = []; drawHead(); }  // no rows could be listed
   if (isExpression(search.value) || brushes.length || groupBy) await refresh();
@@ -416,8 +487,7 @@ document.getElementById("addkey").addEventListener("change", e => {
   e.target.value = "";
 });
 document.getElementById("groupby").addEventListener("change", e => {
-  groupBy = e.target.value.trim();
-  groups = null;
+  groupBy = e.target.value.trim();  // the groups shown stay until the server has folded these
   setUrl("group", groupBy ? [groupBy] : []);
   refresh();
 });
@@ -429,11 +499,15 @@ document.getElementById("compare").addEventListener("click", () => {
   if (groupBy) query.set("group", groupBy);
   location.href = `/compare?${query}`;
 });
-document.querySelector("#runs thead").addEventListener("click", e => {
+function sortBy(e) {
   const th = e.target.closest("th[data-sort]");
   if (!th) return;
   setSort(th.dataset.sort, sortKey === th.dataset.sort ? -sortDir : 1);
   update();
+}
+document.querySelector("#runs thead").addEventListener("click", sortBy);
+document.querySelector("#runs thead").addEventListener("keydown", e => {
+  if ((e.key === "Enter" || e.key === " ") && e.target.matches("th[data-sort]")) { e.preventDefault(); sortBy(e); }
 });
 let pending = false;  // one draw per frame, however many scroll events come
 function scrolled() {

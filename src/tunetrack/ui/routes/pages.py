@@ -10,8 +10,10 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from ...errors import RunNotFound
 from ...metric_keys import LOSS_LIKE
 from .. import assets
+from .deps import CatalogDep
 
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
 #: what the runs listing (GET /api/runs) takes of a page's query
@@ -47,7 +49,7 @@ def router(uplot_tag: str | None) -> APIRouter:
         html = (assets.STATIC / name).read_text().replace("<!--loss-like-->", escape(json.dumps(LOSS_LIKE)))
         for placeholder, link in links.items():
             html = html.replace(placeholder, link if uplot_tag is not None else "")
-        pages.add_api_route(path, _page(html))
+        pages.add_api_route(path, _run_page(html) if path == "/run/{run_id}" else _page(html))
     return pages
 
 
@@ -61,5 +63,19 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
         listing = [(k, v) for k, v in request.query_params.multi_items() if k in LISTING]
         query = urlencode([("format", "table"), *listing])
         return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}")))
+
+    return serve
+
+
+def _run_page(html: str) -> Callable[[str, CatalogDep], HTMLResponse]:
+    """The run page, answered 404 for a run that is not there (its script then says so, and shows
+    nothing else)."""
+
+    def serve(run_id: str, catalog: CatalogDep) -> HTMLResponse:
+        try:
+            catalog.open(run_id)
+        except RunNotFound:
+            return HTMLResponse(html, status_code=404)
+        return HTMLResponse(html)
 
     return serve

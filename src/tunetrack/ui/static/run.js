@@ -1,5 +1,5 @@
 import { showSamples } from "./samples.js";
-import { api, breathe, bucketWidth, chartsReady, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows } from "./common.js";
+import { api, breathe, bucketWidth, chartsReady, constantValue, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
 const chartsLoading = chartsReady();
@@ -13,6 +13,26 @@ function opts() {
   return { x: document.getElementById("xaxis").value, log: document.getElementById("logy").checked,
            smooth: +document.getElementById("smooth").value };
 }
+// The x axis, log scale and smoothing are kept in the URL (`x=relative&log=1&smooth=0.6`): a reload
+// or a link shows the charts the same way.
+function optsFromUrl() {
+  const q = new URLSearchParams(location.search);
+  if (["step", "time", "relative"].includes(q.get("x"))) document.getElementById("xaxis").value = q.get("x");
+  document.getElementById("logy").checked = q.get("log") === "1";
+  const smooth = Number(q.get("smooth"));
+  if (smooth > 0 && smooth < 1) document.getElementById("smooth").value = String(smooth);
+}
+function optsToUrl() {
+  const o = opts(), q = new URLSearchParams(location.search);
+  for (const k of ["x", "log", "smooth"]) q.delete(k);
+  if (o.x !== "step") q.set("x", o.x);
+  if (o.log) q.set("log", "1");
+  if (o.smooth) q.set("smooth", String(o.smooth));
+  history.replaceState(null, "", `${location.pathname}${q.size ? `?${q}` : ""}${location.hash}`);
+}
+optsFromUrl();
+// A learning rate is a schedule, not a noisy measurement: smoothing would only bend it.
+function isLearningRate(key) { return /(^|[/._])(lr|learning_rate)$/i.test(key); }
 function smoothed(ys, alpha) {
   if (!alpha) return ys;
   let last = null;
@@ -22,14 +42,29 @@ function smoothed(ys, alpha) {
 function xOffset() { return opts().x === "relative" ? run.created : 0; }
 function chartData(chart) {
   const o = opts(), offset = xOffset();
-  const ys = smoothed(chart.raw.y, o.smooth);
+  const ys = smoothed(chart.raw.y, isLearningRate(chart.key) ? 0 : o.smooth);
   return [offset ? chart.raw.x.map(t => t - offset) : chart.raw.x,
           o.log ? ys.map(v => (v > 0 ? v : null)) : ys];  // a log scale has no place for v <= 0
 }
 function eventMarkers() {
-  const o = opts(), offset = xOffset();
-  return run.events.filter(e => EVENT_COLORS[e.kind])
-    .map(e => ({ x: o.x === "step" ? e.step : e.time - offset, color: EVENT_COLORS[e.kind] }));
+  return run.events.filter(e => EVENT_COLORS[e.kind]).map(e => ({ x: eventX(e), color: EVENT_COLORS[e.kind] }));
+}
+// Where an event is on the x axis: its step, or its time. A health event is stamped when the writer
+// checked the row, a moment after the row was logged: on a time axis it is drawn at its row's time, the
+// time of the point of its key that holds its value (a NaN or ±Inf: a gap), the nearest to its stamp.
+function eventX(e) {
+  if (opts().x === "step") return e.step;
+  let time = e.time;
+  const chart = e.kind === "health" && e.key ? charts.get(chartId(e.key, null)) : null;
+  if (chart?.raw.x.length) {
+    const value = typeof e.value === "number" && Number.isFinite(e.value) ? e.value : null;
+    let best = null;
+    chart.raw.x.forEach((x, i) => {
+      if (chart.raw.y[i] === value && (best === null || Math.abs(x - e.time) < Math.abs(best - e.time))) best = x;
+    });
+    if (best !== null) time = best;
+  }
+  return time - xOffset();
 }
 function chartId(key, node) { return node ? `${node}/${key}` : key; }
 function seriesParams(extra) {
@@ -43,7 +78,7 @@ function draw(chart) {
   dropChart(chart.div);
   chart.div.replaceChildren();
   chart.shape = shape;
-  lineChart(chart.div, chartData(chart), chart.range, { title: chart.title, x: o.x, names: [chart.key], log: o.log,
+  lineChart(chart.div, chartData(chart), chart.range, { title: chart.title, x: o.x, names: [chart.key], log: o.log, unit: unitOf(chart.key),
                                                         markers: eventMarkers, onZoom: range => zoom(chart, range),
                                                         onPick: x => o.x !== "step" && showLogsAt(x + xOffset()) });
 }
@@ -60,9 +95,35 @@ function plot(chart, data) {
   if (data.error) return fail(chart, `cannot draw ${chart.title}: ${data.error}`);
   chart.raw = { x: data.x, y: data.y };
   chart.cursor = data.cursor;
-  draw(chart);
   chart.div.dataset.points = String(chart.raw.x.length);
+  if (constant(chart)) return;
+  draw(chart);
   markDrawn(chart.div);
+}
+// A system metric that never changed (a node's CPU count, its total memory) is a fact, not a chart: it
+// is listed above the system charts, and drawn as a chart again once it changes.
+function constant(chart) {
+  if (!chart.node) return false;
+  const value = constantValue(chart.raw.y);
+  const facts = document.getElementById("system-facts");
+  const id = `constant-${chartId(chart.key, chart.node)}`;
+  let fact = [...facts.children].find(f => f.dataset.id === id);
+  if (value === undefined) {
+    fact?.remove();
+    chart.div.hidden = false;
+    facts.hidden = !facts.children.length;
+    return false;
+  }
+  dropChart(chart.div);
+  chart.div.hidden = true;
+  if (!fact) {
+    fact = facts.appendChild(el("li"));
+    fact.dataset.id = id;
+  }
+  fact.dataset.key = chart.key;
+  fact.textContent = `${chart.title}: ${withUnit(value, unitOf(chart.key))}`;
+  facts.hidden = false;
+  return true;
 }
 // (Re)loads charts: one request for all that show their whole range, one per zoomed chart.
 async function load(list) {
@@ -85,9 +146,10 @@ async function extend(chart, data) {
   chart.cursor = data.cursor;
   chart.raw.x.push(...data.x); chart.raw.y.push(...data.y);
   // Hours of live points would pile up past what M4 sends: thin the chart again on the server.
-  if (chart.raw.x.length > 8 * Math.max(100, chart.div.clientWidth)) return load([chart]);
-  draw(chart);
+  if (chart.raw.x.length > 8 * Math.max(100, chart.div.clientWidth || 600)) return load([chart]);
   chart.div.dataset.points = String(chart.raw.x.length);
+  if (constant(chart)) return;
+  draw(chart);
 }
 function addChart(container, key, node) {
   const div = el("div", null, "chart");
@@ -109,9 +171,10 @@ function addCharts(meta) {
   }
   return added;
 }
-function renderEvents() {  // samples show in their own view, below
+function renderEvents() {  // samples show in their own view, below; a run without events has no such section
   const rows = run.overview.events.filter(e => e.kind !== "text");
   document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
+  document.getElementById("events-section").hidden = !rows.length;
 }
 // A section the run has nothing for is left out, heading and all.
 function showSystem() {
@@ -179,19 +242,31 @@ function configNodes(config, path, query, depth) {
 // The console: the last lines the run's processes printed, selected on the server as `tunetrack logs`
 // selects them; followed while the run runs, and scrolled to a time picked on a wall-time chart.
 let logsLoading = false;
+// The box opens at its last line and follows new ones while the reader is at the bottom; scrolled up
+// (to read, or to a line picked on a chart), it stays where it is until they scroll back down.
+let following = true;
+document.getElementById("logs").addEventListener("scroll", e => {
+  const box = e.target;
+  following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+}, { passive: true });
 function logFilters() {
   const grep = document.getElementById("loggrep").value, rank = document.getElementById("logrank").value;
   return { tail: document.getElementById("logtail").value, ...(grep ? { grep } : {}), ...(rank ? { rank } : {}) };
 }
+let logsAgain = false;  // asked for while a request was out: its answer may be of other filters
 async function loadLogs() {
-  if (logsLoading) return;
+  if (logsLoading) { logsAgain = true; return; }
   logsLoading = true;
+  logsAgain = false;
   const status = document.getElementById("logstatus");
   try {
     const filters = logFilters();
     showLogs(await api(`/api/runs/${encodeURIComponent(runId)}/logs?${new URLSearchParams(filters)}`), filters);
     status.textContent = "";
-  } catch (e) { status.textContent = e.message; } finally { logsLoading = false; }
+  } catch (e) { status.textContent = e.message; } finally {
+    logsLoading = false;
+    if (logsAgain) loadLogs();
+  }
 }
 function showLogs(data, filters) {
   const box = document.getElementById("logs"), ranks = document.getElementById("logrank");
@@ -201,7 +276,9 @@ function showLogs(data, filters) {
     ranks.value = filters.rank ?? "";
   }
   const several = data.ranks.length > 1;
-  const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;  // at the bottom: stays there
+  // shown before it is filled: a hidden box has no height, and cannot be scrolled to its end
+  document.getElementById("logs-section").hidden = !data.lines.length && !filters.grep && !filters.rank;
+  const follow = following, top = box.scrollTop;
   box.replaceChildren(...data.lines.map(line => {
     const div = el("div", null, `line ${line.stream.replace("+", "-")}`);
     div.dataset.time = String(line.time);
@@ -209,9 +286,8 @@ function showLogs(data, filters) {
                ...(several ? [el("span", `rank ${line.rank}`, "rank")] : []), el("span", line.text, "text"));
     return div;
   }));
-  if (following) box.scrollTop = box.scrollHeight;
-  // a run that printed nothing (or recorded no console) has no such section, unless a filter emptied it
-  document.getElementById("logs-section").hidden = !data.lines.length && !filters.grep && !filters.rank;
+  box.scrollTop = follow ? box.scrollHeight : top;  // (a run that printed nothing has no such section, unless a filter emptied it)
+  following = follow;  // the scroll events of this redraw say nothing of the reader
 }
 function showLogsAt(time) {
   const lines = [...document.querySelectorAll("#logs .line")];
@@ -219,9 +295,18 @@ function showLogsAt(time) {
   const near = lines.reduce((a, b) => (Math.abs(b.dataset.time - time) < Math.abs(a.dataset.time - time) ? b : a));
   for (const line of lines) line.classList.toggle("here", line === near);
   near.scrollIntoView({ block: "center" });
+  const box = document.getElementById("logs");
+  following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
 }
 function showState() {
-  document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state), { id: "state" }));
+  document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state, run.failure), { id: "state" }));
+}
+// A run that cannot be shown: the one line that says why, and none of the page's empty parts.
+function cannot(message) {
+  const error = document.getElementById("error");
+  error.textContent = message;
+  for (const node of document.querySelectorAll("main > :not(#error)")) node.hidden = true;
+  document.getElementById("report").hidden = true;
 }
 async function start() {
   // Both requests leave at once: every chart's data does not wait for the run's metadata.
@@ -231,12 +316,14 @@ async function start() {
   try {
     run = await meta;
   } catch (e) {
-    document.getElementById("error").textContent = `cannot show this run: ${e.message}`;
+    cannot(`cannot show this run: ${e.message}`);
     return;
   }
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
+  document.getElementById("title").title = `${run.name} (${run.id})`;
+  document.title = `${run.name} · tunetrack`;
   showState();
-  if (run.error) document.getElementById("error").textContent = run.error;
+  document.getElementById("traceback").textContent = run.error || "";
   renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
   loadLogs();
   showSamples(runId, run.samples);
@@ -266,6 +353,7 @@ async function refresh() {
     const fresh = await api(`/api/runs/${encodeURIComponent(runId)}`);
     const added = addCharts(fresh);
     run = fresh;
+    document.getElementById("traceback").textContent = run.error || "";
     showState();
     renderOverview(); renderEvents(); showSystem(); loadLogs();
     showSamples(runId, run.samples);
@@ -276,20 +364,25 @@ async function refresh() {
       await Promise.all(live.map((c, i) => extend(c, entries[i])));
     }
     if (added.length) await load(added);
-    document.getElementById("status").textContent = `live · ${new Date().toLocaleTimeString()}`;
+    // live while it runs; once it has ended, its state says so, and nothing is live any more
+    document.getElementById("status").textContent = run.state === "running" ? `live · ${new Date().toLocaleTimeString()}` : "";
   } catch (e) {
     document.getElementById("status").textContent = `live update failed: ${e.message}`;
   } finally { refreshing = false; }
 }
 document.getElementById("xaxis").addEventListener("change", () => {
+  optsToUrl();
   for (const c of charts.values()) c.range = null;  // a zoom in steps means nothing in time
   load([...charts.values()]);
 });
 for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: nothing to fetch
   document.getElementById(id).addEventListener("change", () => {
-    for (const c of charts.values()) if (c.div.dataset.points !== undefined) draw(c);
+    optsToUrl();
+    for (const c of charts.values()) if (c.div.dataset.points !== undefined && !c.div.hidden) draw(c);
   });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);
 for (const id of ["loggrep", "logrank", "logtail"]) document.getElementById(id).addEventListener("change", loadLogs);
+let grepping = 0;  // the filter applies as it is typed, once typing pauses (as the samples' filter does)
+document.getElementById("loggrep").addEventListener("input", () => { clearTimeout(grepping); grepping = setTimeout(loadLogs, 250); });
 start();

@@ -21,7 +21,8 @@ from ...reader.samples import (
     select,
     steps_of,
 )
-from .deps import CatalogDep, open_or_404
+from ...errors import TunetrackError
+from .deps import CatalogDep, open_or_404, regex_error
 
 router = APIRouter()
 #: rows one answer holds at most (a step of 1,000 rows of 4 kB is 4 MB)
@@ -29,6 +30,8 @@ MOST = 5_000
 #: pairs, and prompts to choose from, that a comparison of two runs holds at most
 MOST_PAIRS = 64
 MOST_PROMPTS = 500
+#: runs offered to compare a run's samples with
+MOST_RUNS = 200
 
 
 @router.get("/api/runs/{run_id}/samples", summary="Rows of a run's tables of samples, at a step or all")
@@ -75,7 +78,7 @@ def samples(
             sort=sort,
         )
     except re.error as exc:
-        raise HTTPException(422, f"grep: not a regular expression: {exc}") from None
+        raise HTTPException(422, regex_error(grep, exc)) from None
     except ValueError as exc:  # a column to sort by that no row has, an order that is no order
         raise HTTPException(422, str(exc)) from None
     columns = merge_columns(tables)
@@ -103,6 +106,32 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
         values += [row[column] for row in table.rows() if _finite(row.get(column))]
     steps = sorted(s for s, v in by_step.items() if v)
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
+
+
+@router.get("/api/samples/runs", summary="The runs with a table of samples under a key (another run's to compare with)")
+def runs_with(
+    key: str,
+    catalog: CatalogDep,
+    run: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = MOST_RUNS,
+) -> dict[str, Any]:
+    """``runs`` (id, name, project; newest first, at most ``limit``) that logged a table under
+    ``key``, other than ``run``; only those of ``run``'s project when it has one (a sweep's runs are
+    what a run's samples are compared with), so a store of thousands of runs is not read through."""
+    project = open_or_404(catalog, run).project if run is not None else None
+    out = []
+    for row in catalog.rows(project=project, keys=()):
+        if row["id"] == run:
+            continue
+        try:
+            has = key in catalog.open(row["id"]).sample_index()
+        except TunetrackError:
+            continue  # gone since it was listed
+        if has:
+            out.append({"id": row["id"], "name": row["name"], "project": row["project"]})
+            if len(out) >= limit:
+                break
+    return {"runs": out}
 
 
 @router.get(

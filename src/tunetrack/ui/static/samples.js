@@ -4,7 +4,7 @@
 // a row opened in full below (chat as a conversation, images inline) with the same prompt across
 // training, or side by side with another run's (the compare page); the distribution of a numeric
 // column at the step and its mean at every step. User data is only ever inserted as text.
-import { api, chartsLoaded, dropChart, el, fmtNum, lineChart } from "./common.js";
+import { api, chartsLoaded, dropChart, el, fmtNum, lineChart, plural } from "./common.js";
 
 const ROW_HEIGHT = 88;  // px: a row shows its first lines; a click shows all of it
 const OVERSCAN = 8;     // rows drawn above and below the view
@@ -16,8 +16,7 @@ export function showSamples(runId, summary) {
   section.hidden = false;
   const link = document.getElementById("samples-link");
   link.hidden = false;
-  link.querySelector("a").textContent =
-    `${summary.rows.toLocaleString()} samples at ${summary.steps.toLocaleString()} step${summary.steps === 1 ? "" : "s"}`;
+  link.querySelector("a").textContent = `${plural(summary.rows, "sample")} at ${plural(summary.steps, "step")}`;
   if (section.dataset.ready) return;
   section.dataset.ready = "1";
   const view = new SamplesView(runId);
@@ -63,7 +62,7 @@ class SamplesView {
     this.slider.max = String(this.steps.length - 1);
     this.slider.value = String(Math.max(0, this.steps.indexOf(this.data.step)));
     this.stepLabel();
-    document.getElementById("sample-count").textContent = `${this.data.total.toLocaleString()} rows`;
+    document.getElementById("sample-count").textContent = plural(this.data.total, "row");
     this.columns = Object.keys(this.data.columns);
     this.drawHead();
     this.space.style.height = `${this.data.samples.length * ROW_HEIGHT}px`;
@@ -160,14 +159,16 @@ class SamplesView {
     detail.replaceChildren(...parts);
     detail.scrollIntoView({ block: "nearest" });
   }
-  // A link to the compare page: this row's prompt at this step, beside the same prompt in another run.
+  // A link to the compare page: this row's prompt at this step, beside the same prompt in another run
+  // (only the runs that have a table under this key are offered: GET /api/samples/runs).
   sideBySide(sample) {
-    const pick = Object.assign(el("select"), { id: "sample-other", title: "another run" });
+    const pick = Object.assign(el("select"), { id: "sample-other", title: "another run with this table" });
     pick.appendChild(Object.assign(el("option", "side by side with another run…"), { value: "" }));
-    api("/api/runs").then(runs => {
-      for (const r of runs.filter(r => r.id !== this.runId)) {
+    api(`/api/samples/runs?${new URLSearchParams({ key: sample.key, run: this.runId })}`).then(({ runs }) => {
+      for (const r of runs) {
         pick.appendChild(Object.assign(el("option", `${r.name} (${r.id})${r.project ? " in " + r.project : ""}`), { value: r.id }));
       }
+      if (!runs.length) pick.options[0].textContent = `no other run has ${sample.key}`;
     }).catch(() => {});
     pick.addEventListener("change", () => {
       if (!pick.value) return;
@@ -190,7 +191,7 @@ class SamplesView {
       tr.appendChild(el("td", String(s.step)));
       for (const c of shown) tr.appendChild(el("td")).appendChild(this.cell(s.row[c], data.columns[c], false));
     }
-    box.replaceChildren(el("p", `${data.total} completions of this prompt over ${new Set(data.samples.map(s => s.step)).size} steps`), table);
+    box.replaceChildren(el("p", `${plural(data.total, "completion")} of this prompt over ${plural(new Set(data.samples.map(s => s.step)).size, "step")}`), table);
   }
   // The distribution of the chosen column over the step's rows (as filtered).
   stats() {
@@ -213,7 +214,7 @@ class SamplesView {
       bars.appendChild(bar);
     });
     const mean = values.reduce((a, b) => a + b, 0) / values.length;
-    hist.append(bars, el("div", `${this.column} at step ${this.data.step}: ${values.length} values, mean ${fmtNum(mean)}, from ${fmtNum(lo)} to ${fmtNum(hi)}`, "muted"));
+    hist.append(bars, el("div", `${this.column} at step ${this.data.step}: ${plural(values.length, "value")}, mean ${fmtNum(mean)}, from ${fmtNum(lo)} to ${fmtNum(hi)}`, "muted"));
   }
   async curve() {
     const box = document.getElementById("sample-curve");
@@ -239,6 +240,8 @@ function rowOf(cells, tag) {
 // The compare page's samples: two runs at one step, one prompt, the i-th completion of each side by
 // side with the words the other has not marked (the server compares them: reader/samples.word_diff).
 // `start`: the key, step and row (of the first run) the page was opened at, from the run's Samples view.
+// The URL keeps the key, the step and the first run's row of the prompt shown (`row`), so a reload
+// shows the same; a page opened at #samples is scrolled to them once they are drawn.
 export function showSideBySide(ids, start) {
   const section = document.getElementById("samples-section");
   const keySelect = document.getElementById("sample-key");
@@ -246,6 +249,7 @@ export function showSideBySide(ids, start) {
   const promptSelect = document.getElementById("sample-prompt");
   const error = document.getElementById("sample-error");
   const state = { key: start.key || null, step: start.step ?? null, row: start.row ?? null, prompt: null, data: null };
+  let landed = location.hash !== "#samples";
   async function load() {
     const q = new URLSearchParams();
     for (const id of ids) q.append("id", id);
@@ -273,8 +277,12 @@ export function showSideBySide(ids, start) {
     promptSelect.value = String(Math.max(0, prompts.indexOf(data.prompt)));
     promptSelect.prompts = prompts;
     document.getElementById("sample-prompt-text").textContent = data.prompt ?? "";
-    document.getElementById("sample-count").textContent = `${data.total[0]} and ${data.total[1]} rows`;
+    document.getElementById("sample-count").textContent = `${data.total[0].toLocaleString()} and ${plural(data.total[1], "row")}`;
     draw(data);
+    if (!landed) {  // the section was hidden when the browser looked for the #samples anchor
+      landed = true;
+      document.getElementById("samples").scrollIntoView({ block: "start" });
+    }
   }
   function draw(data) {
     const grid = el("div", null, "pairs");
@@ -299,7 +307,9 @@ export function showSideBySide(ids, start) {
     if (!data.pairs.length) grid.appendChild(el("p", "no rows of this prompt at this step", "muted"));
     document.getElementById("sample-pairs").replaceChildren(grid);
     const q = new URLSearchParams(location.search);
-    q.set("key", data.key); q.set("step", String(data.step)); q.delete("row");
+    q.set("key", data.key); q.set("step", String(data.step));
+    const first = data.pairs.find(p => p.a)?.a;  // the first run's row of the prompt shown
+    if (first && data.prompt !== null) q.set("row", String(first.index)); else q.delete("row");
     history.replaceState(null, "", `?${q}${location.hash}`);
   }
   keySelect.addEventListener("change", () => { state.key = keySelect.value; state.step = null; state.prompt = null; load(); });

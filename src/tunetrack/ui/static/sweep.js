@@ -11,7 +11,8 @@ import { chartsReady, el, fmtNum, row } from "./common.js";
 // brush keeps (GET /api/select, the same fields as --where), filters the table by them, and here
 // draws the lines of the others grey.
 const SVG = "http://www.w3.org/2000/svg";
-const HEIGHT = 300, TOP = 44, BOTTOM = 40, SIDE = 70;
+const HEIGHT = 300, TOP = 44, BOTTOM = 40, SIDE = 80;
+const TICK_GAP = 13;  // px between two tick labels of an axis (11 px text): closer ones are left out
 // Where a run without a value on an axis (a config key only some runs have, a metric a run never
 // logged) crosses it: a "none" spot under the axis, so its line still reaches the metric.
 const NONE = -0.1;
@@ -44,8 +45,14 @@ function scale(axis, values) {
   const ticks = distinct.length <= 8 ? distinct.map(v => [at(v), v]) : [[0, min], [0.5, value(0.5)], [1, max]];
   return { at, value, ticks: ticks.map(([t, v]) => [t, short(v)]), log };
 }
-// A number in at most four significant digits, without an exponent where it is short without one.
-function short(v) { if (v == null) return ""; return Math.abs(v) >= 1e5 ? v.toExponential(2) : String(Number(v.toPrecision(4))); }
+// A number in at most `digits` significant digits, without an exponent where it is short without one
+// (0.0001, 12.5), with one where it is not (5.1e-5, 2.5e+5).
+export function short(v, digits = 4) {
+  if (v == null) return "";
+  if (v === 0) return "0";
+  const plain = String(Number(v.toPrecision(digits)));
+  return Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && plain.length > 6) ? Number(v.toPrecision(digits)).toExponential() : plain;
+}
 // A colour from blue (the metric's lowest) to orange (its highest).
 function shade(t) { return `hsl(${Math.round(220 - 190 * t)} 75% 45%)`; }
 
@@ -56,6 +63,10 @@ export function drawParameters(data, { kept, brushes, onBrush }) {
   drawScatter(data, kept);
 }
 
+// Labels never collide: an axis's name is cut to the room between its neighbours, a tick label to the
+// room left of its axis (the first axis's, to the picture's edge), each with an ellipsis and the whole
+// text on hover; ticks too close to the one above are left out. A legend under the picture says what
+// the colours of the lines are.
 function drawCoordinates(box, data, kept, brushes, onBrush) {
   const width = Math.max(400, box.clientWidth || 800), n = data.axes.length;
   const root = svg("svg", { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: "parcoords" });
@@ -64,6 +75,7 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
     return;
   }
   const x = i => SIDE + (i * (width - 2 * SIDE)) / (n - 1);
+  const gap = (width - 2 * SIDE) / (n - 1);  // between two axes
   const y = t => TOP + (1 - t) * (HEIGHT - TOP - BOTTOM);
   const scales = data.axes.map((axis, i) => scale(axis, data.runs.map(r => r.values[i])));
   const metric = scales[n - 1];
@@ -82,19 +94,24 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
   }
   root.appendChild(lines);
   const brushed = new Map((brushes || []).map(b => JSON.parse(b)).map(([field, ...range]) => [field, range]));
+  const fits = [];  // [text element, the room it has]: cut once the picture is in the page and can be measured
   data.axes.forEach((axis, i) => {
     const g = svg("g", { class: "axis" });
     g.dataset.key = axis.key;
     g.appendChild(svg("line", { x1: x(i), x2: x(i), y1: y(0), y2: y(1), stroke: "#333" }));
     const name = svg("text", { x: x(i), y: 16, "text-anchor": "middle", class: i === n - 1 ? "axis-name metric" : "axis-name" }, axis.name);
-    name.appendChild(svg("title", {}, axis.key));
     g.appendChild(name);
+    fits.push([name, 2 * Math.min(x(i), width - x(i), gap / 2) - 8, axis.key]);
     if (scales[i].log) g.appendChild(svg("text", { x: x(i), y: 30, "text-anchor": "middle", class: "axis-note" }, "log"));
-    for (const [t, label] of scales[i].ticks) {
-      g.appendChild(svg("text", { x: x(i) - 6, y: y(t) + 4, "text-anchor": "end", class: "tick" }, label));
-    }
-    if (data.runs.some(r => r.values[i] == null)) {
-      g.appendChild(svg("text", { x: x(i) - 6, y: y(NONE) + 4, "text-anchor": "end", class: "tick none" }, "none"));
+    const ticks = scales[i].ticks.map(([t, label]) => [y(t), label, "tick"]);
+    if (data.runs.some(r => r.values[i] == null)) ticks.push([y(NONE), "none", "tick none"]);  // where runs without a value cross
+    let above = -Infinity;
+    for (const [at, label, cls] of ticks.sort((a, b) => a[0] - b[0])) {
+      if (at - above < TICK_GAP && cls === "tick") continue;  // too close to the label above: left out
+      above = at;
+      const tick = svg("text", { x: x(i) - 6, y: at + 4, "text-anchor": "end", class: cls }, label);
+      g.appendChild(tick);
+      fits.push([tick, (i ? gap : x(0)) - 12, String(label)]);
     }
     const range = brushed.get(axis.key);
     if (range) {
@@ -107,7 +124,33 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
     g.appendChild(grab);
     root.appendChild(g);
   });
-  box.replaceChildren(root);
+  box.replaceChildren(root, scaleLegend(data));
+  for (const [text, room, whole] of fits) fit(text, room, whole);
+}
+// Cuts an SVG text to `room` px with an ellipsis; the whole text (or `whole`) on hover.
+function fit(text, room, whole) {
+  const full = text.textContent;
+  text.appendChild(svg("title", {}, whole || full));
+  if (text.getComputedTextLength() <= room) return;
+  const node = text.firstChild;  // the text itself, before its title
+  let lo = 0, hi = full.length;
+  while (lo < hi) {  // the longest start of the text that fits with its ellipsis
+    const mid = Math.ceil((lo + hi) / 2);
+    node.textContent = `${full.slice(0, mid)}…`;
+    if (text.getComputedTextLength() <= room) lo = mid; else hi = mid - 1;
+  }
+  node.textContent = lo ? `${full.slice(0, lo)}…` : "…";
+}
+// What the colours of the lines say: the metric from its lowest (blue) to its highest (orange).
+function scaleLegend(data) {
+  const values = data.runs.map(r => r.values[data.axes.length - 1]).filter(v => typeof v === "number" && Number.isFinite(v));
+  const legend = el("div", null, "scale-legend");
+  if (!values.length) return legend;
+  const bar = el("span", null, "scale-bar");
+  bar.style.background = `linear-gradient(to right, ${[0, 0.25, 0.5, 0.75, 1].map(shade).join(", ")})`;
+  legend.append(el("span", `line colour: ${data.metric}`, "muted"), el("span", short(Math.min(...values))), bar,
+                el("span", short(Math.max(...values))), el("span", "grey: no value, or left out by the filter or a brush", "muted"));
+  return legend;
 }
 // A drag along the axis brushes the range it covers; a click clears the axis's brush.
 function brushAxis(root, grab, axis, s, cx, y, onBrush) {
@@ -138,7 +181,8 @@ function brushAxis(root, grab, axis, s, cx, y, onBrush) {
 
 function drawImportance(data) {
   const body = document.querySelector("#importance tbody");
-  body.replaceChildren(...data.importance.map(({ key, rho, n }) => {
+  const keys = data.importance.filter(({ n }) => n > 0);  // a key no run has with the metric says nothing
+  body.replaceChildren(...keys.map(({ key, rho, n }) => {
     const bar = el("span", null, rho === null ? "" : rho < 0 ? "bar neg" : "bar");
     bar.style.width = `${Math.round(Math.abs(rho ?? 0) * 60)}px`;
     const value = el("td", null, "num");
@@ -148,14 +192,14 @@ function drawImportance(data) {
     tr.dataset.key = key;
     return tr;
   }));
-  if (!data.importance.length) body.replaceChildren(row(["no numeric config key varies", "", ""]));
+  if (!keys.length) body.replaceChildren(row(["no numeric config key varies", "", ""]));
 }
 
 // One hyperparameter against the metric: uPlot, points only (its x sorted, as uPlot wants).
 // One point per run; the runs the brushes and the filter leave out (not in `kept`) are grey, as their lines are.
 async function drawScatter(data, kept) {
   const pick = document.getElementById("scatter-key"), div = document.getElementById("scatter");
-  const numeric = data.importance.map(e => e.key);  // strongest first
+  const numeric = data.importance.filter(e => e.n > 0).map(e => e.key);  // strongest first
   const before = pick.value;
   pick.replaceChildren(...numeric.map(k => Object.assign(el("option", k), { value: k })));
   if (numeric.includes(before)) pick.value = before;
@@ -170,6 +214,7 @@ async function drawScatter(data, kept) {
     .filter(([a, b]) => a !== null && b !== null).sort((a, b) => a[0] - b[0]);
   const out = points.some(p => !p[2]);  // a series of the runs left out, grey, only where there are some
   const xs = points.map(p => p[0]), log = xs.length > 0 && xs[0] > 0 && xs[xs.length - 1] / xs[0] >= 10;
+  const distinct = [...new Set(xs)], whole = xs.every(Number.isInteger);
   div.replaceChildren();
   div.chart = new uPlot({
     title: `${data.metric} against ${pick.value}`, width: div.clientWidth || 420, height: 240,
@@ -180,7 +225,11 @@ async function drawScatter(data, kept) {
     series: [{ label: pick.value },
       { label: data.metric, stroke: shade(0.1), paths: () => null, points: { show: true, size: 7, fill: shade(0.1) }, value: (u, v) => fmtNum(v) },
       ...(out ? [{ label: "left out", stroke: "#c4c4c8", paths: () => null, points: { show: true, size: 6, fill: "#d4d4d8" }, value: (u, v) => fmtNum(v) }] : [])],
-    axes: [{ values: (u, splits) => splits.map(short) }, { values: (u, splits) => splits.map(short), size: 60 }],
+    // a sweep's few values are the x ticks, each labelled (1e-5, 3e-5, 1e-4); a key of whole numbers
+    // (a LoRA rank, a batch size) has no ticks between them
+    axes: [{ splits: distinct.length <= 8 ? () => distinct : undefined,
+             values: (u, splits) => splits.map(v => (whole && !Number.isInteger(v) ? "" : short(v))) },
+           { values: (u, splits) => splits.map(v => short(v)), size: 60 }],
     cursor: { drag: { x: false, y: false } },
   }, [xs, points.map(p => (p[2] ? p[1] : null)), ...(out ? [points.map(p => (p[2] ? null : p[1]))] : [])], div);
   div.dataset.points = String(points.length);

@@ -42,7 +42,7 @@ function render({ model, el: root }) {
         chart = { box: el("div", null, "tt-chart"), ids };
         grid.append(chart.box);
         lineChart(chart.box, data, null, { title: key, x: "step", names: withKey.map((r) => r.name),
-                                           legend: withKey.length > 1 });
+                                           colors: withKey.map((r) => runs.indexOf(r)), legend: withKey.length > 1 });
         charts.set(key, chart);
       } else {
         setLines(chart.box.chart, data, null);

@@ -1,4 +1,4 @@
-import { align, breathe, chartsReady, el, fmtTime, lineChart, markDrawn, row, showFacts, summaryRows } from "./common.js";
+import { align, breathe, chartsReady, constantValue, el, fmtTime, lineChart, markDrawn, row, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
 
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
 // block in the same file, and every string of it goes in as text (el, row). common.js (inlined into
@@ -10,13 +10,17 @@ const several = REPORT.runs.length > 1;
 function label(run) { return `${run.name} (${run.id})`; }
 function show(id) { document.getElementById(id).hidden = false; }
 // Each run as `tunetrack show` words it (reader/as_text.py, when the report was made): its overview,
-// its summary, its error.
+// its summary, its error. A report of one run shows it before the charts; of several, each run's
+// facts fold away under its name and state (a click opens them) and come after the charts.
 function overview() {
   const box = document.getElementById("runs");
+  if (several) document.getElementById("charts-section").after(box);
   for (const run of REPORT.runs) {
-    const section = box.appendChild(el("section", null, "run"));
+    const section = box.appendChild(el(several ? "details" : "section", null, "run"));
     section.dataset.run = run.id;
-    section.appendChild(el("h2", label(run)));
+    const heading = el("h2", label(run));
+    if (several) section.appendChild(el("summary")).append(heading, " ", stateBadge(run.state, run.failure));
+    else section.appendChild(heading);
     const body = section.appendChild(el("div", null, "run-body"));
     showFacts(body.appendChild(el("dl", null, "facts")), run.overview.facts);
     if (run.overview.summary.length) {
@@ -24,7 +28,7 @@ function overview() {
       table.appendChild(el("thead")).appendChild(row(["metric", "last", "min", "max", "at step", "points"].map(h => el("th", h))));
       table.appendChild(el("tbody")).append(...summaryRows(run.overview.summary));
     }
-    if (run.error) section.appendChild(el("pre", run.error, "error"));
+    if (run.error) section.appendChild(el("pre", run.error, "traceback error"));
     if (run.overview.last_lines.length) {  // a run that failed, was killed or crashed: what it printed last
       section.appendChild(el("h3", "last lines of its console"));
       section.appendChild(el("pre", run.overview.last_lines.join("\n"), "console-tail"));
@@ -93,19 +97,32 @@ function config() {
   }
 }
 // One chart per metric, each run's line overlaid (aligned on the union of their x: a run without a
-// point at an x is spanned there, a null it holds is a gap).
+// point at an x is spanned there, a null it holds is a gap), each run in its colour on every chart
+// (its place in the report's runs). A system metric that never changed is a line of text, not a chart.
 async function charts() {
   try { await chartsReady(); } catch (e) {
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
+  const order = REPORT.runs.map(r => r.id);
   for (const chart of REPORT.charts) {
     const grid = document.getElementById(chart.group === "system" ? "system" : "charts");
     if (chart.group === "system") show("system-section");
+    const unit = unitOf(chart.key);
+    if (chart.group === "system" && chart.lines.every(l => constantValue(l.y) !== undefined)) {
+      const facts = document.getElementById("system-facts");
+      facts.hidden = false;
+      for (const l of chart.lines) {
+        const fact = facts.appendChild(el("li", `${chart.key}${several || chart.lines.length > 1 ? ` · ${l.label}` : ""}: ${withUnit(constantValue(l.y), unit)}`));
+        fact.dataset.key = chart.key;
+      }
+      continue;
+    }
     const div = grid.appendChild(el("div", null, "chart"));
     div.dataset.key = chart.key;
     const data = align(chart.lines.map(l => [l.x, l.y]));
-    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label) });
+    lineChart(div, data, null, { title: chart.key, x: chart.x, names: chart.lines.map(l => l.label),
+                                 colors: chart.lines.map(l => order.indexOf(l.run)), unit });
     div.dataset.traces = String(chart.lines.length);
     div.dataset.points = String(chart.lines.reduce((n, l) => n + l.x.length, 0));
     markDrawn(div);

@@ -6,6 +6,7 @@ with tables of samples) and fails on the pages as they were."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -219,12 +220,12 @@ def test_3_the_failure_shows_in_the_table_and_the_header(store, server, page):
 
 def test_4_the_traceback_keeps_its_line_breaks(store, server, page):
     page.goto(f"{server.base}/run/{store[1]['failed']}")
-    page.wait_for_selector("#error:has-text('CUDA out of memory')")
-    lines = page.inner_text("#error").splitlines()
+    page.wait_for_selector("#traceback:has-text('CUDA out of memory')")
+    lines = page.inner_text("#traceback").splitlines()
     assert lines[0] == "Traceback (most recent call last):" and len(lines) >= 5
     assert "Of the allocated memory 74.52 GiB is allocated by PyTorch." in lines
     style = page.eval_on_selector(
-        "#error", "e => { const s = getComputedStyle(e); return [s.whiteSpace, s.fontFamily, s.overflowX]; }"
+        "#traceback", "e => { const s = getComputedStyle(e); return [s.whiteSpace, s.fontFamily, s.overflowX]; }"
     )
     assert style[0] == "pre-wrap" and "monospace" in style[1] and style[2] == "auto"
 
@@ -238,10 +239,11 @@ def test_5_the_filter_box_says_what_no_run_has(store, server, page):
     page.goto(f"{server.base}/")
     page.wait_for_selector("#runs tbody tr[data-run]")
     every = len(page.query_selector_all("#runs tbody tr[data-run]"))
-    page.fill("#search", "lr < 1e-4")
-    page.wait_for_selector("#where-error:has-text('did you mean config.lr')")
-    assert page.is_visible("#where-error")
-    assert len(page.query_selector_all("#runs tbody tr[data-run]")) == every  # the rows it showed
+    for expression, hint in [("lrx < 1e-4", "did you mean config.lr"), ("state = failed", 'did you mean "failed"')]:
+        page.fill("#search", expression)
+        page.wait_for_selector(f"#where-error:has-text('{hint}')")
+        assert page.is_visible("#where-error")
+        assert len(page.query_selector_all("#runs tbody tr[data-run]")) == every  # the rows it showed
     page.fill("#search", "config.lr > 1")  # well formed, and no run matches: the table says so
     empty = page.wait_for_selector("#runs tbody tr.empty")
     assert "no runs match config.lr > 1" in empty.inner_text()
@@ -299,6 +301,9 @@ def test_6_legends_stay_a_small_part_of_the_card(tmp_path, server_factory, page)
             if not group:  # each label cut short where it must be, whole on hover
                 assert titles == {f"{'very-long-descriptive-run-name-' * 3}{i} ({id_})" for i, id_ in enumerate(ids)}
             assert all(titles), titles
+        if not group:  # ten runs, ten colours told apart (past ten, they come round again, dashed)
+            colours = _colours(page.query_selector(".chart[data-key='train/loss']"))
+            assert _told_apart([colours[f"{'very-long-descriptive-run-name-' * 3}{i} ({ids[i]})"] for i in range(10)])
         page.screenshot(path=str(ARTIFACTS / f"look-6-legends{'-grouped' if group else ''}.png"))
 
 
@@ -314,6 +319,28 @@ def _rgb(css: str) -> tuple[int, ...]:
     return tuple(int(v) for v in re.findall(r"\d+", css)[:3])
 
 
+def _lab(rgb: tuple[int, ...]) -> tuple[float, float, float]:
+    """CIE L*a*b* of an sRGB colour (D65)."""
+
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = map(linear, rgb)
+    x, y, z = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b, (
+        0.0193 * r + 0.1192 * g + 0.9505 * b
+    ) / 1.08883
+    f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def _told_apart(colours: list[str]) -> bool:
+    """Every two colours differ by a CIE76 distance of 20 or more (about ten times what an eye just
+    notices): the old golden-angle hues put two greens 16 apart among nine runs."""
+    labs = [_lab(_rgb(c)) for c in colours]
+    return all(math.dist(p, q) >= 20 for i, p in enumerate(labs) for q in labs[i + 1 :])
+
+
 def test_7_a_run_keeps_its_colour_across_charts(store, server, page):
     ids = store[1]
     trl = [ids[f"trl{i}"] for i in range(3)]
@@ -325,9 +352,7 @@ def test_7_a_run_keeps_its_colour_across_charts(store, server, page):
     for key, colours in charts.items():
         for label, colour in colours.items():
             assert colour == loss[label], (key, label)
-    # neighbours in the palette are told apart: no two of the first three are alike
-    rgbs = [_rgb(c) for c in loss.values()]
-    assert all(sum(abs(a - b) for a, b in zip(p, q)) > 120 for i, p in enumerate(rgbs) for q in rgbs[i + 1 :])
+    assert _told_apart(list(loss.values()))
 
 
 def test_7_a_run_keeps_its_colour_in_the_report(store, server, page, tmp_path):

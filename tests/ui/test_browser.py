@@ -489,6 +489,7 @@ def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_f
     full = Tracker(dir=root, name="full", system=True, system_interval=0.05, system_sources=[gpu]).start()
     full.log({"loss": 1.0}, step=1)
     full.log_text("samples", "a generation", step=1)
+    full.event("checkpoint", step=1, path="ckpt-1")
     wait_until(lambda: gpu.calls >= 3)
     full.finish()
     server = server_factory(root)

@@ -58,11 +58,27 @@ function shade(t) { return `hsl(${Math.round(220 - 190 * t)} 75% 45%)`; }
 
 export function drawParameters(data, { kept, brushes, onBrush }) {
   if (!data) return;
-  drawCoordinates(document.getElementById("parcoords"), data, kept, brushes, onBrush);
+  const box = document.getElementById("parcoords");
+  drawCoordinates(box, informative(data, Math.max(3, Math.floor((box.clientWidth || 800) / 90))), kept, brushes, onBrush);
   drawImportance(data);
   drawScatter(data, kept);
 }
 
+// The axes worth drawing: the config keys that vary among the runs that have the metric (a key that
+// differs only between runs without it says nothing of it), at most `most` of them (about one per 90
+// px), the strongest rank correlation first, then the categorical ones; `shown` says how many of how
+// many. (Runs of several projects differ in hundreds of keys: a Trainer's whole config.)
+function informative(data, most) {
+  const n = data.axes.length, measured = data.runs.filter(r => r.values[n - 1] != null);
+  const varies = i => new Set(measured.map(r => JSON.stringify(r.values[i] ?? null))).size > 1;
+  const rho = new Map(data.importance.map(e => [e.key, e.rho]));
+  const strength = a => (rho.get(a.key) == null ? -1 : Math.abs(rho.get(a.key)));
+  let keep = data.axes.slice(0, -1).map((a, i) => i).filter(varies);
+  if (keep.length > most) keep = [...keep].sort((i, j) => strength(data.axes[j]) - strength(data.axes[i])).slice(0, most).sort((i, j) => i - j);
+  const at = [...keep, n - 1];
+  return { ...data, axes: at.map(i => data.axes[i]), runs: data.runs.map(r => ({ ...r, values: at.map(i => r.values[i]) })),
+           shown: [keep.length, n - 1] };
+}
 // Labels never collide: an axis's name is cut to the room between its neighbours, a tick label to the
 // room left of its axis (the first axis's, to the picture's edge), each with an ellipsis and the whole
 // text on hover; ticks too close to the one above are left out. A legend under the picture says what
@@ -71,7 +87,7 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
   const width = Math.max(400, box.clientWidth || 800), n = data.axes.length;
   const root = svg("svg", { width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, class: "parcoords" });
   if (n < 2 || !data.runs.length) {
-    box.replaceChildren(el("p", data.runs.length ? "no config key varies among these runs" : "no runs", "muted"));
+    box.replaceChildren(el("p", data.runs.length ? "no config key varies among the runs that have the metric" : "no runs", "muted"));
     return;
   }
   const x = i => SIDE + (i * (width - 2 * SIDE)) / (n - 1);
@@ -124,7 +140,9 @@ function drawCoordinates(box, data, kept, brushes, onBrush) {
     g.appendChild(grab);
     root.appendChild(g);
   });
-  box.replaceChildren(root, scaleLegend(data));
+  const [shown, of] = data.shown || [n - 1, n - 1];
+  const note = shown < of ? el("span", `${shown} of the ${of} keys that vary: those that vary among the runs with the metric, the strongest first`, "muted") : "";
+  box.replaceChildren(root, scaleLegend(data, note));
   for (const [text, room, whole] of fits) fit(text, room, whole);
 }
 // Cuts an SVG text to `room` px with an ellipsis; the whole text (or `whole`) on hover.
@@ -142,14 +160,14 @@ function fit(text, room, whole) {
   node.textContent = lo ? `${full.slice(0, lo)}…` : "…";
 }
 // What the colours of the lines say: the metric from its lowest (blue) to its highest (orange).
-function scaleLegend(data) {
+function scaleLegend(data, note) {
   const values = data.runs.map(r => r.values[data.axes.length - 1]).filter(v => typeof v === "number" && Number.isFinite(v));
   const legend = el("div", null, "scale-legend");
   if (!values.length) return legend;
   const bar = el("span", null, "scale-bar");
   bar.style.background = `linear-gradient(to right, ${[0, 0.25, 0.5, 0.75, 1].map(shade).join(", ")})`;
   legend.append(el("span", `line colour: ${data.metric}`, "muted"), el("span", short(Math.min(...values))), bar,
-                el("span", short(Math.max(...values))), el("span", "grey: no value, or left out by the filter or a brush", "muted"));
+                el("span", short(Math.max(...values))), el("span", "grey: no value, or left out by the filter or a brush", "muted"), note);
   return legend;
 }
 // A drag along the axis brushes the range it covers; a click clears the axis's brush.
@@ -181,7 +199,8 @@ function brushAxis(root, grab, axis, s, cx, y, onBrush) {
 
 function drawImportance(data) {
   const body = document.querySelector("#importance tbody");
-  const keys = data.importance.filter(({ n }) => n > 0);  // a key no run has with the metric says nothing
+  // a key no run has with the metric, or that is the same in all that have it, says nothing of it
+  const keys = data.importance.filter(({ n, rho }) => n > 0 && rho !== null);
   body.replaceChildren(...keys.map(({ key, rho, n }) => {
     const bar = el("span", null, rho === null ? "" : rho < 0 ? "bar neg" : "bar");
     bar.style.width = `${Math.round(Math.abs(rho ?? 0) * 60)}px`;
@@ -199,7 +218,7 @@ function drawImportance(data) {
 // One point per run; the runs the brushes and the filter leave out (not in `kept`) are grey, as their lines are.
 async function drawScatter(data, kept) {
   const pick = document.getElementById("scatter-key"), div = document.getElementById("scatter");
-  const numeric = data.importance.filter(e => e.n > 0).map(e => e.key);  // strongest first
+  const numeric = data.importance.filter(e => e.n > 0 && e.rho !== null).map(e => e.key);  // strongest first
   const before = pick.value;
   pick.replaceChildren(...numeric.map(k => Object.assign(el("option", k), { value: k })));
   if (numeric.includes(before)) pick.value = before;
@@ -227,7 +246,8 @@ async function drawScatter(data, kept) {
       ...(out ? [{ label: "left out", stroke: "#c4c4c8", paths: () => null, points: { show: true, size: 6, fill: "#d4d4d8" }, value: (u, v) => fmtNum(v) }] : [])],
     // a sweep's few values are the x ticks, each labelled (1e-5, 3e-5, 1e-4); a key of whole numbers
     // (a LoRA rank, a batch size) has no ticks between them
-    axes: [{ splits: distinct.length <= 8 ? () => distinct : undefined,
+    // (uPlot's own filter labels only 1, 2, 5 x 10^k on a log scale)
+    axes: [{ splits: distinct.length <= 8 ? () => distinct : undefined, filter: distinct.length <= 8 ? (u, splits) => splits : undefined,
              values: (u, splits) => splits.map(v => (whole && !Number.isInteger(v) ? "" : short(v))) },
            { values: (u, splits) => splits.map(v => short(v)), size: 60 }],
     cursor: { drag: { x: false, y: false } },

@@ -53,7 +53,9 @@ export function bucketWidth(grid) {
   probe.remove();
   return String(Math.max(100, Math.round(width || 600)));
 }
-const CHART_HEIGHT = 220;  // the plot and its axes, in CSS pixels; the title and the legend come on top
+const CHART_HEIGHT = 220;
+// the ticks of a step axis are whole steps: 1, 2, 5 and 2.5 times a power of ten, never 1.2 or 1.4
+const STEP_INCRS = [1, 2, 5].concat(...Array.from({ length: 9 }, (_, k) => [10, 20, 25, 50].map(m => m * 10 ** k)));  // the plot and its axes, in CSS pixels; the title and the legend come on top
 // uPlot draws at a fixed size: a chart follows the width of its grid cell (made with the first chart).
 let resized = null;
 // Tableau 10, a categorical palette made so that every colour is told apart from the others; a page
@@ -79,7 +81,7 @@ export function align(lines) { return uPlot.join(lines); }
 // the chart's element counts them in data-markers and holds the x range shown in data-xrange
 // ("min max"). `legend`: false for a chart of one line whose title names it. `colors`: each name's
 // place in the page's list of runs (or groups), which picks its colour (default: its place here).
-// `unit` (unitOf): the y axis and the values in it, as people read them (bytes as GiB, a share as %).
+// `unit` (unitOf): the y axis and the values in it, as people read them (bytes as GB, a share as %).
 // The legend is one line per name, cut short with the whole name on hover, and scrolls past a few
 // lines: it never takes more than a small part of the card. A name without a point at the hovered x
 // shows its nearest point's value and where that point is.
@@ -108,7 +110,7 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
     scales: { x: { time: x === "time" }, y: log ? { distr: 3, range: logRange } : { distr: 1 } },
     series: [{ label: x }, ...series],
     bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(color(i), 0.16) })) : [],
-    axes: [{}, { values: log ? logTicks : unit ? unitTicks(unit) : linearTicks, size: yAxisSize }],
+    axes: [x === "step" ? { incrs: STEP_INCRS } : {}, { values: log ? logTicks : unit ? unitTicks(unit) : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
     hooks: {
       setSelect: [u => {  // a drag: uPlot zooms in on what it has, the caller fetches the detail
@@ -196,13 +198,14 @@ export function unitOf(key) {
   if (/_c$/.test(key)) return "°C";
   return "";
 }
-// Bytes in binary multiples, as nvidia-smi and PyTorch print them; [divisor, suffix] for values up to `most`.
+// Bytes in decimal multiples (kB, MB, GB: the axis's ticks, at round numbers of bytes, stay round);
+// [divisor, suffix] for values up to `most`.
 function unitScale(unit, most) {
   if (unit !== "B" && unit !== "B/s") return [1, unit];
   const per = unit === "B/s" ? "/s" : "";
-  const steps = ["B", "KiB", "MiB", "GiB", "TiB"];
-  const i = Math.max(0, Math.min(steps.length - 1, Math.floor(Math.log2(Math.abs(most) || 1) / 10)));
-  return [1024 ** i, steps[i] + per];
+  const steps = ["B", "kB", "MB", "GB", "TB"];
+  const i = Math.max(0, Math.min(steps.length - 1, Math.floor(Math.log10(Math.abs(most) || 1) / 3)));
+  return [1000 ** i, steps[i] + per];
 }
 function withSuffix(text, suffix) { return !suffix || text === "" ? text : suffix === "%" ? `${text}%` : `${text} ${suffix}`; }
 export function withUnit(v, unit) {
@@ -222,11 +225,11 @@ function xText(v, x) {
   if (x === "relative") return `${fmtNum(v)} s`;
   return `step ${v}`;
 }
-// The value of a series that never changes (every number in it the same, at least two): shown as a
-// fact rather than drawn as a flat line; undefined for a series that changes or has too few points.
+// The value of a series that never changes (every number in it the same, or only one): shown as a
+// fact rather than drawn as a flat line or a lone dot; undefined for a series that changes or has none.
 export function constantValue(ys) {
   const values = ys.filter(v => typeof v === "number");
-  return values.length >= 2 && values.every(v => v === values[0]) ? values[0] : undefined;
+  return values.length && values.every(v => v === values[0]) ? values[0] : undefined;
 }
 let measure = null;  // a canvas's context, made for the first axis
 function yAxisSize(u, values) {  // as wide as its longest label, and the ticks and the gap beside it
@@ -278,6 +281,8 @@ export function fmtTime(t) {
   const d = new Date(t * 1000), two = n => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
+// A time of day as the CLI's console lines print it: 19:11:54, local time.
+export function fmtClock(t) { return fmtTime(t).slice(11); }
 // "1 run", "3 runs": a count and its noun (`many`: the plural where it is not the noun and an s).
 export function plural(n, word, many = `${word}s`) { return `${n.toLocaleString()} ${n === 1 ? word : many}`; }
 export function fmtNum(v) { return typeof v === "number" ? (Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(3) : +v.toFixed(4)) : (v ?? "—"); }

@@ -11,10 +11,11 @@ function label(run) { return `${run.name} (${run.id})`; }
 function show(id) { document.getElementById(id).hidden = false; }
 // Each run as `tunetrack show` words it (reader/as_text.py, when the report was made): its overview,
 // its summary, its error. A report of one run shows it before the charts; of several, each run's
-// facts fold away under its name and state (a click opens them) and come after the charts.
+// facts fold away under its name and state (a click opens them) and come after the charts, as does the
+// table of the config keys that differ (in a box of its own that scrolls: Trainer runs differ in hundreds).
 function overview() {
   const box = document.getElementById("runs");
-  if (several) document.getElementById("charts-section").after(box);
+  if (several) document.getElementById("system-section").after(box);
   for (const run of REPORT.runs) {
     const section = box.appendChild(el(several ? "details" : "section", null, "run"));
     section.dataset.run = run.id;

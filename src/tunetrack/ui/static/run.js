@@ -1,5 +1,5 @@
 import { showSamples } from "./samples.js";
-import { api, breathe, bucketWidth, chartsReady, constantValue, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
+import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
 const chartsLoading = chartsReady();
@@ -282,7 +282,7 @@ function showLogs(data, filters) {
   box.replaceChildren(...data.lines.map(line => {
     const div = el("div", null, `line ${line.stream.replace("+", "-")}`);
     div.dataset.time = String(line.time);
-    div.append(el("span", new Date(line.time * 1000).toLocaleTimeString(), "at"),
+    div.append(el("span", fmtClock(line.time), "at"),
                ...(several ? [el("span", `rank ${line.rank}`, "rank")] : []), el("span", line.text, "text"));
     return div;
   }));
@@ -323,7 +323,9 @@ async function start() {
   document.getElementById("title").title = `${run.name} (${run.id})`;
   document.title = `${run.name} · tunetrack`;
   showState();
-  document.getElementById("traceback").textContent = run.error || "";
+  const traceback = document.getElementById("traceback");
+  traceback.textContent = run.error || "";
+  traceback.scrollTop = traceback.scrollHeight;  // the exception's own line is its last: in view
   renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
   loadLogs();
   showSamples(runId, run.samples);
@@ -365,7 +367,7 @@ async function refresh() {
     }
     if (added.length) await load(added);
     // live while it runs; once it has ended, its state says so, and nothing is live any more
-    document.getElementById("status").textContent = run.state === "running" ? `live · ${new Date().toLocaleTimeString()}` : "";
+    document.getElementById("status").textContent = run.state === "running" ? `live · ${fmtClock(Date.now() / 1000)}` : "";
   } catch (e) {
     document.getElementById("status").textContent = `live update failed: ${e.message}`;
   } finally { refreshing = false; }

@@ -171,5 +171,9 @@ async function load() {
   groupsStatus();
   if (folded) drawDiff();
   await drawAll(firstChart(answer));
+  // opened at #samples (from a run's Samples view): the charts above have their height now
+  if (location.hash === "#samples" && !document.getElementById("samples-section").hidden) {
+    document.getElementById("samples").scrollIntoView({ block: "start" });
+  }
 }
 load();

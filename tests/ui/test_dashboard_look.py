@@ -471,3 +471,112 @@ def test_10_error_pages_say_what_to_do(store, server, page):
     page.wait_for_selector("#error:has-text('nosuch1')")
     assert page.locator(".error:visible").count() == 1  # once
     assert page.locator("#samples-section:visible, #sample-key:visible").count() == 0
+
+
+# -- the low ones, where an API or browser check is cheap --------------------------------------------
+def test_low_api_answers(store):
+    """19: the side-by-side picker's runs are those with the table; 22: one wording for a filter that
+    is no regular expression; 13: an unknown group key on the compare page is a 422; 3: the runs table
+    format carries the failure."""
+    from fastapi.testclient import TestClient
+
+    from tunetrack.ui.app import create_app
+
+    root, ids = store
+    with TestClient(create_app(root), base_url="http://test") as c:
+        offered = c.get("/api/samples/runs", params={"key": "completions", "run": ids["grpo"]}).json()["runs"]
+        assert [r["id"] for r in offered] == [ids["grpo-b"]]  # not failed-oom nor chatty, of the same project
+        assert c.get("/api/samples/runs", params={"key": "nosuch", "run": ids["grpo"]}).json()["runs"] == []
+        logs = c.get(f"/api/runs/{ids['chatty']}/logs", params={"grep": "(["}).json()["detail"]
+        samples = c.get(f"/api/runs/{ids['grpo']}/samples", params={"grep": "(["}).json()["detail"]
+        assert logs.split(" (")[0] == samples.split(" (")[0] == "grep: '([' is not a regular expression"
+        trl = [ids[f"trl{i}"] for i in range(3)]
+        grouped = c.get("/api/compare/groups", params={"id": trl, "by": "lora.rank", "key": "train/loss"})
+        assert grouped.status_code == 422 and "did you mean config.lora.r" in grouped.json()["detail"]
+        table = c.get("/api/runs", params={"format": "table", "project": "rl"}).json()
+        failure = table["fields"].index("failure")
+        assert {row[0]: row[failure] for row in table["rows"]}[ids["failed"]] == "CUDA out of memory on rank 0"
+
+
+def test_low_runs_page(store, server, page):
+    """17: dates and durations as the CLI prints them; 21: a project filter shown and cleared, and an
+    empty store or filter said; 23: plurals and the compare button's count; 24: headers sorted by
+    keyboard, ticked runs kept in the URL; 25: tidy brush chips; 16: the against box names the metric in use."""
+    ids = store[1]
+    page.goto(f"{server.base}/?project=sweep")
+    row = page.wait_for_selector(f"#runs tbody tr[data-run='{ids['trl0']}']")
+    start, duration = (row.query_selector(f"td:nth-child({n})").inner_text() for n in (7, 8))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", start) and re.fullmatch(r"\d+m\d\ds", duration)
+    assert page.inner_text("#status") == "3 of 3 runs"
+    page.focus("#runs th[data-sort='name']")
+    page.keyboard.press("Enter")
+    wait_until(lambda: "sort=name" in page.url)
+    names = [tr.query_selector("td:nth-child(3)").inner_text() for tr in page.query_selector_all("#runs tbody tr[data-run]")]
+    assert names == sorted(names)
+    page.check(f"#runs tbody tr[data-run='{ids['trl0']}'] input")
+    page.check(f"#runs tbody tr[data-run='{ids['trl1']}'] input")
+    assert page.inner_text("#compare") == "compare 2 runs"
+    page.reload()
+    page.wait_for_selector(f"#runs tbody tr[data-run='{ids['trl0']}'] input:checked")
+    assert page.is_enabled("#compare") and page.inner_text("#compare") == "compare 2 runs"
+    page.click("#hp-toggle")
+    wait_until(lambda: page.get_attribute("#hp-metric", "placeholder").startswith("train/loss:best"))
+    page.goto(f"{server.base}/?project=sweep&brush=" + '["config.lr", 0.0000514, 0.0001]')
+    chip = page.wait_for_selector("#brushes .chip[data-field='config.lr']")
+    assert chip.inner_text().startswith("5.1e-5 ≤ config.lr ≤ 0.0001")
+    page.click("#brushes .chip[data-field='project'] .drop")  # the project filter, cleared
+    wait_until(lambda: "project=" not in page.url and page.inner_text("#status").endswith(f"of {len(ids)} runs"))
+
+
+def test_low_run_page(tmp_path, server_factory, page):
+    """15: system metrics in units, a constant one as a fact; 18: no events heading without events;
+    26: a log scale spans the data, a learning rate is not smoothed; 27: a NaN's marker on a time axis;
+    28: no "live" once the run has ended; 20: the hover legend says where a nearest point is."""
+    root = tmp_path / "runs"
+
+    class Host:
+        name = "host"
+
+        def __init__(self):
+            self.calls = 0
+
+        def sample(self):
+            self.calls += 1
+            return {"mem.total_bytes": 64e9, "mem.used_bytes": 2e9 + self.calls * 1e8}
+
+        def close(self): ...
+
+    host = Host()
+    t = Tracker(dir=root, name="units", system=True, system_interval=0.05, system_sources=[host]).start()
+    for step in range(1, 301):
+        t.log({"eval/loss": 0.6 + 0.6 / step, "train/lr": 1e-4 * (1 - step / 300), "loss": math.nan if step == 150 else 1.0 / step}, step=step)
+    wait_until(lambda: host.calls >= 3)
+    t.finish()
+    sparse = Tracker(dir=root, name="sparse", system=False).start()
+    for step in (100, 200):
+        sparse.log({"eval/loss": 0.9}, step=step)
+    sparse.finish()
+    server = server_factory(root)
+    page.goto(f"{server.base}/run/{t.id}?smooth=0.9&log=1")
+    page.wait_for_selector("#system .chart[data-key='mem.used_bytes'] .uplot")
+    wait_until(lambda: "mem.total_bytes" in page.inner_text("#system-facts"))
+    assert "64 GB" in page.inner_text("#system-facts")
+    assert page.locator("#system .chart[data-key='mem.total_bytes']").is_hidden()
+    ticks = page.evaluate("() => document.querySelector(\"#system .chart[data-key='mem.used_bytes']\").chart.axes[1]._values")
+    assert ticks and all(v == "" or v.endswith(" GB") for v in ticks), ticks
+    assert page.inner_text("#status") == ""  # ended: nothing is live
+    page.wait_for_selector("#charts .chart[data-key='eval/loss'][data-points] .uplot")
+    low, high = page.evaluate("() => { const u = document.querySelector(\"#charts .chart[data-key='eval/loss']\").chart; return [u.scales.y.min, u.scales.y.max]; }")
+    assert 0.5 < low < 0.6 and 1.2 < high < 1.5  # not 0.1 to 10
+    lr = page.evaluate("() => document.querySelector(\"#charts .chart[data-key='train/lr']\").chart.data[1].slice(0, 3)")
+    assert lr == pytest.approx([1e-4 * (1 - s / 300) for s in (1, 2, 3)])  # as logged, not smoothed
+    page.select_option("#xaxis", "relative")
+    wait_until(lambda: page.get_attribute("#charts .chart[data-key='loss']", "data-markers") == "1")
+    page.goto(f"{server.base}/compare?ids={t.id},{sparse.id}")
+    page.wait_for_selector(".chart[data-key='eval/loss'][data-traces='2'][data-drawn]")
+    values = page.evaluate(
+        """() => { const u = document.querySelector(".chart[data-key='eval/loss']").chart;
+                   u.setCursor({ left: u.valToPos(150, "x"), top: 10 });
+                   return [...u.root.querySelectorAll(".u-legend .u-series .u-value")].map(v => v.textContent); }"""
+    )
+    assert values[0] == "150" and "(at" not in values[1] and re.fullmatch(r"0\.9 \(at step (100|200)\)", values[2]), values

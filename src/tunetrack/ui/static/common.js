@@ -110,7 +110,7 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
     scales: { x: { time: x === "time" }, y: log ? { distr: 3, range: logRange } : { distr: 1 } },
     series: [{ label: x }, ...series],
     bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(color(i), 0.16) })) : [],
-    axes: [x === "step" ? { incrs: STEP_INCRS } : {}, { values: log ? logTicks : unit ? unitTicks(unit) : linearTicks, size: yAxisSize }],
+    axes: [x === "step" ? { incrs: STEP_INCRS } : {}, { values: unit ? unitTicks(unit, log) : log ? logTicks : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
     hooks: {
       setSelect: [u => {  // a drag: uPlot zooms in on what it has, the caller fetches the detail
@@ -213,10 +213,11 @@ export function withUnit(v, unit) {
   const [div, suffix] = unitScale(unit, v);
   return withSuffix(String(fmtNum(v / div)), suffix);
 }
-function unitTicks(unit) {
+function unitTicks(unit, log) {
   return (u, splits, axisIdx, space, incr) => {
     const [div, suffix] = unitScale(unit, Math.max(...splits.map(Math.abs)));
-    return linearTicks(u, splits.map(v => v / div), axisIdx, space, incr / div).map(t => withSuffix(t, suffix));
+    const scaled = splits.map(v => v / div);
+    return (log ? logTicks(u, scaled) : linearTicks(u, scaled, axisIdx, space, incr / div)).map(t => withSuffix(t, suffix));
   };
 }
 // An x value as the hover legend says where a point is: a step, a time of day, seconds since the start.

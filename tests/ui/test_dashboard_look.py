@@ -45,7 +45,13 @@ def _trainer_run(root: Path, name: str, lr: float, r: int, seed: int) -> str:
 
 def _trl_run(root: Path, name: str, lr: float, r: int, seed: int, extra: str | None = None) -> str:
     """A TRL-style run (``train/loss``, ``eval/loss``, ``train/lr``); ``extra``: a key only it logs."""
-    config = {"lr": lr, "lora": {"r": r}, "seed": seed, "model": MODELS[seed % 2], "dataset": "ultrachat_200k"}
+    config = {
+        "lr": lr,
+        "lora": {"r": r},
+        "seed": seed,
+        "model": MODELS[seed % 2],
+        "dataset": "ultrachat_200k",
+    }
     with Tracker(project="sweep", name=name, dir=root, system=False, config=config) as t:
         for step in range(1, 61):
             row = {"train/loss": 2.0 * 0.97**step + r / 100 + seed / 50, "train/lr": lr}
@@ -79,7 +85,9 @@ def store(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     for i, (lr, r, seed) in enumerate([(3e-4, 16, 0), (3e-4, 16, 1), (1e-4, 8, 0)]):
         ids[f"hf{i}"] = _trainer_run(root, LONG_NAME if i == 0 else f"sft-lr{lr}-r{r}-s{seed}", lr, r, seed)
     for i, (lr, r, seed) in enumerate([(1e-5, 8, 0), (1e-4, 8, 1), (1e-4, 32, 0)]):
-        ids[f"trl{i}"] = _trl_run(root, f"lr{lr:g}-r{r}-s{seed}", lr, r, seed, extra=f"only/{i}" if i < 2 else None)
+        ids[f"trl{i}"] = _trl_run(
+            root, f"lr{lr:g}-r{r}-s{seed}", lr, r, seed, extra=f"only/{i}" if i < 2 else None
+        )
     ids["grpo"] = _grpo_run(root, "grpo", "42")
     ids["grpo-b"] = _grpo_run(root, "grpo-b", "41")
     failed = run_script(
@@ -130,7 +138,9 @@ def _sized(page, width: int, height: int = 900):
 
 # -- 1: the run-name column keeps a readable width ----------------------------------------------------
 @pytest.mark.parametrize("width", [1024, 1440])
-@pytest.mark.parametrize("query", ["", "?project=sweep", "?project=sweep&key=train/loss&key=eval/loss:min&key=train/lr"])
+@pytest.mark.parametrize(
+    "query", ["", "?project=sweep", "?project=sweep&key=train/loss&key=eval/loss:min&key=train/lr"]
+)
 def test_1_the_run_name_keeps_a_readable_width(store, server, page, width, query):
     _sized(page, width).goto(f"{server.base}/{query}")
     page.wait_for_selector("#runs tbody tr[data-run]")
@@ -147,7 +157,8 @@ def test_1_the_run_name_keeps_a_readable_width(store, server, page, width, query
 # -- 2: the console opens at its last line and follows -----------------------------------------------
 def _console(page) -> dict[str, float]:
     return page.eval_on_selector(
-        "#logs", "b => ({top: b.scrollTop, height: b.scrollHeight, client: b.clientHeight, lines: b.children.length})"
+        "#logs",
+        "b => ({top: b.scrollTop, height: b.scrollHeight, client: b.clientHeight, lines: b.children.length})",
     )
 
 
@@ -225,7 +236,8 @@ def test_4_the_traceback_keeps_its_line_breaks(store, server, page):
     assert lines[0] == "Traceback (most recent call last):" and len(lines) >= 5
     assert "Of the allocated memory 74.52 GiB is allocated by PyTorch." in lines
     style = page.eval_on_selector(
-        "#traceback", "e => { const s = getComputedStyle(e); return [s.whiteSpace, s.fontFamily, s.overflowX]; }"
+        "#traceback",
+        "e => { const s = getComputedStyle(e); return [s.whiteSpace, s.fontFamily, s.overflowX]; }",
     )
     assert style[0] == "pre-wrap" and "monospace" in style[1] and style[2] == "auto"
 
@@ -239,7 +251,10 @@ def test_5_the_filter_box_says_what_no_run_has(store, server, page):
     page.goto(f"{server.base}/")
     page.wait_for_selector("#runs tbody tr[data-run]")
     every = len(page.query_selector_all("#runs tbody tr[data-run]"))
-    for expression, hint in [("lrx < 1e-4", "did you mean config.lr"), ("state = failed", 'did you mean "failed"')]:
+    for expression, hint in [
+        ("lrx < 1e-4", "did you mean config.lr"),
+        ("state = failed", 'did you mean "failed"'),
+    ]:
         page.fill("#search", expression)
         page.wait_for_selector(f"#where-error:has-text('{hint}')")
         assert page.is_visible("#where-error")
@@ -299,18 +314,24 @@ def test_6_legends_stay_a_small_part_of_the_card(tmp_path, server_factory, page)
             assert max(heights) <= 24, heights  # one line each: swatch, label and value together
             titles = {r.query_selector(".u-label").get_attribute("title") for r in rows[1:]}
             if not group:  # each label cut short where it must be, whole on hover
-                assert titles == {f"{'very-long-descriptive-run-name-' * 3}{i} ({id_})" for i, id_ in enumerate(ids)}
+                assert titles == {
+                    f"{'very-long-descriptive-run-name-' * 3}{i} ({id_})" for i, id_ in enumerate(ids)
+                }
             assert all(titles), titles
         if not group:  # ten runs, ten colours told apart (past ten, they come round again, dashed)
             colours = _colours(page.query_selector(".chart[data-key='train/loss']"))
-            assert _told_apart([colours[f"{'very-long-descriptive-run-name-' * 3}{i} ({ids[i]})"] for i in range(10)])
+            assert _told_apart(
+                [colours[f"{'very-long-descriptive-run-name-' * 3}{i} ({ids[i]})"] for i in range(10)]
+            )
         page.screenshot(path=str(ARTIFACTS / f"look-6-legends{'-grouped' if group else ''}.png"))
 
 
 def _colours(chart) -> dict[str, str]:
     """Each legend entry's label and its swatch's colour."""
     return {
-        r.query_selector(".u-label").inner_text(): r.eval_on_selector(".u-marker", "m => getComputedStyle(m).borderLeftColor")
+        r.query_selector(".u-label").inner_text(): r.eval_on_selector(
+            ".u-marker", "m => getComputedStyle(m).borderLeftColor"
+        )
         for r in chart.query_selector_all(".u-legend .u-series")[1:]
     }
 
@@ -327,9 +348,11 @@ def _lab(rgb: tuple[int, ...]) -> tuple[float, float, float]:
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
 
     r, g, b = map(linear, rgb)
-    x, y, z = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047, 0.2126 * r + 0.7152 * g + 0.0722 * b, (
-        0.0193 * r + 0.1192 * g + 0.9505 * b
-    ) / 1.08883
+    x, y, z = (
+        (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047,
+        0.2126 * r + 0.7152 * g + 0.0722 * b,
+        (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883,
+    )
     f = [t ** (1 / 3) if t > 0.008856 else 7.787 * t + 16 / 116 for t in (x, y, z)]
     return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
 
@@ -412,7 +435,9 @@ def test_8_parallel_coordinates_labels_do_not_collide(store, server, page, query
         assert nones == (1 if any(r["values"][i] is None for r in data["runs"]) else 0), axis["key"]
     assert all(int(n) > 0 for n in page.locator("#importance tbody td:nth-child(3)").all_inner_texts())
     assert page.locator("#parcoords .scale-legend").count() == 1  # what the colours of the lines mean
-    page.screenshot(path=str(ARTIFACTS / f"look-8-parcoords-{width}{'-sweep' if 'project' in query else ''}.png"))
+    page.screenshot(
+        path=str(ARTIFACTS / f"look-8-parcoords-{width}{'-sweep' if 'project' in query else ''}.png")
+    )
 
 
 def _params_query(query: str) -> str:
@@ -428,7 +453,9 @@ def test_9_the_run_page_keeps_its_choices_in_the_url(store, server, page):
     page.check("#logy")
     page.fill("#smooth", "0.6")
     page.dispatch_event("#smooth", "change")
-    wait_until(lambda: parse_qs(urlsplit(page.url).query) == {"x": ["relative"], "log": ["1"], "smooth": ["0.6"]})
+    wait_until(
+        lambda: parse_qs(urlsplit(page.url).query) == {"x": ["relative"], "log": ["1"], "smooth": ["0.6"]}
+    )
     page.reload()
     page.wait_for_selector("#charts .chart[data-points]")
     assert page.input_value("#xaxis") == "relative" and page.is_checked("#logy")
@@ -495,7 +522,9 @@ def test_low_api_answers(store):
         assert grouped.status_code == 422 and "did you mean config.lora.r" in grouped.json()["detail"]
         table = c.get("/api/runs", params={"format": "table", "project": "rl"}).json()
         failure = table["fields"].index("failure")
-        assert {row[0]: row[failure] for row in table["rows"]}[ids["failed"]] == "CUDA out of memory on rank 0"
+        assert {row[0]: row[failure] for row in table["rows"]}[
+            ids["failed"]
+        ] == "CUDA out of memory on rank 0"
 
 
 def test_low_runs_page(store, server, page):
@@ -511,7 +540,10 @@ def test_low_runs_page(store, server, page):
     page.focus("#runs th[data-sort='name']")
     page.keyboard.press("Enter")
     wait_until(lambda: "sort=name" in page.url)
-    names = [tr.query_selector("td:nth-child(3)").inner_text() for tr in page.query_selector_all("#runs tbody tr[data-run]")]
+    names = [
+        tr.query_selector("td:nth-child(3)").inner_text()
+        for tr in page.query_selector_all("#runs tbody tr[data-run]")
+    ]
     assert names == sorted(names)
     page.check(f"#runs tbody tr[data-run='{ids['trl0']}'] input")
     page.check(f"#runs tbody tr[data-run='{ids['trl1']}'] input")
@@ -525,7 +557,9 @@ def test_low_runs_page(store, server, page):
     chip = page.wait_for_selector("#brushes .chip[data-field='config.lr']")
     assert chip.inner_text().startswith("5.1e-5 ≤ config.lr ≤ 0.0001")
     page.click("#brushes .chip[data-field='project'] .drop")  # the project filter, cleared
-    wait_until(lambda: "project=" not in page.url and page.inner_text("#status").endswith(f"of {len(ids)} runs"))
+    wait_until(
+        lambda: "project=" not in page.url and page.inner_text("#status").endswith(f"of {len(ids)} runs")
+    )
 
 
 def test_low_run_page(tmp_path, server_factory, page):
@@ -549,7 +583,14 @@ def test_low_run_page(tmp_path, server_factory, page):
     host = Host()
     t = Tracker(dir=root, name="units", system=True, system_interval=0.05, system_sources=[host]).start()
     for step in range(1, 301):
-        t.log({"eval/loss": 0.6 + 0.6 / step, "train/lr": 1e-4 * (1 - step / 300), "loss": math.nan if step == 150 else 1.0 / step}, step=step)
+        t.log(
+            {
+                "eval/loss": 0.6 + 0.6 / step,
+                "train/lr": 1e-4 * (1 - step / 300),
+                "loss": math.nan if step == 150 else 1.0 / step,
+            },
+            step=step,
+        )
     wait_until(lambda: host.calls >= 3)
     t.finish()
     sparse = Tracker(dir=root, name="sparse", system=False).start()
@@ -562,13 +603,19 @@ def test_low_run_page(tmp_path, server_factory, page):
     wait_until(lambda: "mem.total_bytes" in page.inner_text("#system-facts"))
     assert "64 GB" in page.inner_text("#system-facts")
     assert page.locator("#system .chart[data-key='mem.total_bytes']").is_hidden()
-    ticks = page.evaluate("() => document.querySelector(\"#system .chart[data-key='mem.used_bytes']\").chart.axes[1]._values")
+    ticks = page.evaluate(
+        "() => document.querySelector(\"#system .chart[data-key='mem.used_bytes']\").chart.axes[1]._values"
+    )
     assert ticks and all(v == "" or v.endswith(" GB") for v in ticks), ticks
     assert page.inner_text("#status") == ""  # ended: nothing is live
     page.wait_for_selector("#charts .chart[data-key='eval/loss'][data-points] .uplot")
-    low, high = page.evaluate("() => { const u = document.querySelector(\"#charts .chart[data-key='eval/loss']\").chart; return [u.scales.y.min, u.scales.y.max]; }")
+    low, high = page.evaluate(
+        "() => { const u = document.querySelector(\"#charts .chart[data-key='eval/loss']\").chart; return [u.scales.y.min, u.scales.y.max]; }"
+    )
     assert 0.5 < low < 0.6 and 1.2 < high < 1.5  # not 0.1 to 10
-    lr = page.evaluate("() => document.querySelector(\"#charts .chart[data-key='train/lr']\").chart.data[1].slice(0, 3)")
+    lr = page.evaluate(
+        "() => document.querySelector(\"#charts .chart[data-key='train/lr']\").chart.data[1].slice(0, 3)"
+    )
     assert lr == pytest.approx([1e-4 * (1 - s / 300) for s in (1, 2, 3)])  # as logged, not smoothed
     page.select_option("#xaxis", "relative")
     wait_until(lambda: page.get_attribute("#charts .chart[data-key='loss']", "data-markers") == "1")
@@ -579,4 +626,8 @@ def test_low_run_page(tmp_path, server_factory, page):
                    u.setCursor({ left: u.valToPos(150, "x"), top: 10 });
                    return [...u.root.querySelectorAll(".u-legend .u-series .u-value")].map(v => v.textContent); }"""
     )
-    assert values[0] == "150" and "(at" not in values[1] and re.fullmatch(r"0\.9 \(at step (100|200)\)", values[2]), values
+    assert (
+        values[0] == "150"
+        and "(at" not in values[1]
+        and re.fullmatch(r"0\.9 \(at step (100|200)\)", values[2])
+    ), values

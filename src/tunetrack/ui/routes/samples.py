@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
+from ...errors import TunetrackError
 from ...reader.samples import (
     NUMBER,
     completion_column,
@@ -21,7 +22,6 @@ from ...reader.samples import (
     select,
     steps_of,
 )
-from ...errors import TunetrackError
 from .deps import CatalogDep, open_or_404, regex_error
 
 router = APIRouter()
@@ -108,7 +108,10 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
 
 
-@router.get("/api/samples/runs", summary="The runs with a table of samples under a key (another run's to compare with)")
+@router.get(
+    "/api/samples/runs",
+    summary="The runs with a table of samples under a key (another run's to compare with)",
+)
 def runs_with(
     key: str,
     catalog: CatalogDep,

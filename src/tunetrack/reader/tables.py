@@ -145,7 +145,7 @@ TABLES: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
             ("best", "DOUBLE", "`min` for losses, perplexities and errors, else `max`"),
             ("best_step", "BIGINT", "the step of the first best value"),
             ("step", "BIGINT", "the step of the last value"),
-            ("count", "BIGINT", "how many points hold a value"),
+            ("count", "BIGINT", "how many points were logged (a NaN is one; a None is none)"),
         ],
     ),
 }

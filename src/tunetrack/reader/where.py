@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .. import aggregates
+from ..config.names import ALIASES
+from ..errors import AmbiguousName
 from ..metric_keys import minimized, spelled, spellings
 from ..store.memory import no_cyclic_gc
 from .names import config_key, short_names, unknown
@@ -98,6 +100,8 @@ class Field:
     kind: str
     key: str = ""
     agg: str = "last"
+    #: a metric read under its own name only, not its other spellings
+    exact: bool = False
 
     def __str__(self) -> str:
         if self.kind == "config":
@@ -371,7 +375,8 @@ def lookup_from(
         if f.kind in RUN_FIELDS:
             v = run_field(f.kind)
             return MISSING if v is None else v
-        s = next((s for k in spellings(f.key) if (s := summary(k)) is not None), None)
+        names = (f.key,) if f.exact else spellings(f.key)
+        s = next((s for k in names if (s := summary(k)) is not None), None)
         v = None if s is None else s.get(f.agg)
         return MISSING if v is None else v
 
@@ -392,12 +397,28 @@ def require(
         return
     for f in dict.fromkeys(f for f in fields if f.kind in ("metric", "config")):
         if any(lookup(item)(f) is not MISSING for item in items):
+            if f.kind == "metric" and f.key in ALIASES:
+                _not_both(f, items, lookup)
             continue
         names = known()
         if f.kind == "config":
             raise unknown("config key", str(f), [f"config.{k}" for k in names.config], names.metrics)
         shown = f.key if f.agg == "last" else str(f)
         raise unknown("metric", shown, names.metrics, [f"config.{k}" for k in names.config], names.tags)
+
+
+def _not_both(f: Field, items: Sequence[Any], lookup: Callable[[Any], Lookup]) -> None:
+    """An ``AmbiguousName`` for a bare name no run logged as a metric under that name, that reads
+    another spelling of it (``lr``: a Trainer's ``learning_rate``) and also a config key (``lr``:
+    its ``args.learning_rate``): ``lr < 1e-4`` would otherwise pick the metric in silence."""
+    if any(lookup(item)(replace(f, exact=True)) is not MISSING for item in items):
+        return
+    if any(lookup(item)(Field("config", f.key)) is not MISSING for item in items):
+        others = [k for k in spellings(f.key) if k != f.key]
+        raise AmbiguousName(
+            f"{f.key!r} is no metric's own name: write config.{f.key} for the config, or the metric's "
+            f"name ({' or '.join(others)})"
+        )
 
 
 @dataclass

@@ -285,6 +285,11 @@ def test_sweeps_examples(store, runs):
             "no runs in project 'sft-swep'",
         ),
         ("tunetrack logs crash-cuda --rank 3", "has no rank 3 (ranks: 0)"),
+        # the Trainer's metric is learning_rate and its config args.learning_rate: a bare lr could be either
+        (
+            "tunetrack ls --project sft-sweep --where 'lr < 1e-4'",
+            "'lr' is no metric's own name: write config.lr",
+        ),
     ],
 )
 def test_a_name_no_run_has_is_an_error(store, command, message):

@@ -73,7 +73,7 @@ def test_the_run_page_follows_the_console_and_jumps_to_a_picked_time(root, serve
         wait_until(lambda: page.locator("#logs .line").count() > first + 20, timeout=30)  # followed live
         assert page.locator("#logs .line.stderr .text").first.inner_text().startswith("warning at step")
         page.select_option("#xaxis", "time")
-        page.wait_for_selector("#charts .chart[data-points]")
+        page.wait_for_selector("#charts .chart[data-x='time']")  # drawn again on the time axis
         box = page.locator("#charts .chart .u-over").first.bounding_box()
         page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
         page.wait_for_selector("#logs .line.here")

@@ -96,6 +96,7 @@ function plot(chart, data) {
   chart.raw = { x: data.x, y: data.y };
   chart.cursor = data.cursor;
   chart.div.dataset.points = String(chart.raw.x.length);
+  chart.div.dataset.x = opts().x;  // the x-axis the points are on (a switch fetches them again)
   if (constant(chart)) return;
   draw(chart);
   markDrawn(chart.div);

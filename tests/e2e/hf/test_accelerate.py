@@ -13,8 +13,10 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState, PartialState
 
 from helpers import EXAMPLES_DIR, SRC, run_script
+from tunetrack.errors import UnknownName
 from tunetrack.integrations.accelerate import TunetrackTracker
 from tunetrack.reader import list_runs, open_run
+from tunetrack.reader.groups import group_runs
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +58,12 @@ def test_instance_path_records_everything(root):
     images = [e for e in run.events() if e["kind"] == "image"]
     assert [(e["step"], e["key"]) for e in images] == [(5, "samples"), (5, "samples")]
     assert all((run.path / e["path"]).is_file() for e in images)
+    # the README's names on a loop's own keys: train/loss finds its loss, lr its config lr, a typo is an error
+    assert run.series("train/loss").values.tolist() == run.series("loss").values.tolist()
+    (group,) = group_runs([run], "lr", "train/loss:min")[1]
+    assert group.key == {"lr": 0.1} and group.min == pytest.approx(0.2)
+    with pytest.raises(UnknownName, match="did you mean reward/mean"):
+        group_runs([run], "lr", "reward/meen")
 
 
 def test_by_name_after_import(root):

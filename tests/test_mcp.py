@@ -277,8 +277,8 @@ def test_samples_and_logs_write_control_characters_out_and_bad_input_is_one_line
     assert no_step.endswith("no samples at step 7 (steps 5 to 10, 2 in all)")
     assert bad_step.endswith("step: give a number, 'last' or 'all', not 'first'")
     assert "no table of samples has column 'rewrd'" in bad_sort
-    assert "grep: '[bad' is no regular expression" in bad_grep
-    assert "grep: '(unclosed' is no regular expression" in bad_log_grep
+    assert "grep: '[bad' is not a regular expression" in bad_grep
+    assert "grep: '(unclosed' is not a regular expression" in bad_log_grep
 
 
 def test_a_killed_runs_last_lines_and_a_run_of_two_ranks(root):

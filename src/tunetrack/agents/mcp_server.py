@@ -23,7 +23,7 @@ from ..reader import Catalog, chart_points, differing, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.names import metric_key, unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
-from ..reader.where import MISSING, ordered
+from ..reader.where import MISSING, grep_error, ordered
 from ..reader.where import sort as parse_sort
 from ..sql.tables import json_safe
 
@@ -90,7 +90,7 @@ def _regex(grep: str | None) -> None:
         try:
             re.compile(grep)
         except re.error as exc:
-            raise ValueError(f"grep: {grep!r} is no regular expression: {exc}") from None
+            raise ValueError(grep_error(grep, exc)) from None
 
 
 class Tools:

@@ -187,11 +187,12 @@ def logs_command(
     from ..reader import open_run
     from ..reader.as_text import line_text
     from ..reader.console import select
+    from ..reader.where import grep_error
 
     try:
         re.compile(grep or "")
     except re.error as exc:
-        raise click.BadParameter(f"{grep!r} is no regular expression: {exc}", param_hint="--grep") from None
+        raise click.BadParameter(grep_error(grep, exc), param_hint="--grep") from None
     r = open_run(run, dir=dir)
     known = r.ranks
     if rank is not None and rank not in known:
@@ -302,6 +303,7 @@ def samples_command(
     from ..reader import open_run
     from ..reader.as_text import samples_listed
     from ..reader.samples import select, step_of, steps_of
+    from ..reader.where import grep_error
     from . import export, tables
 
     if step is not None and last:
@@ -318,7 +320,7 @@ def samples_command(
     try:
         chosen = select(r.samples(key, step), prompt=prompt, grep=grep, sort=sort)
     except re.error as exc:
-        raise click.BadParameter(f"not a regular expression: {exc}", param_hint="--grep") from None
+        raise click.BadParameter(grep_error(grep, exc), param_hint="--grep") from None
     if as_json:
         click.echo(export.dumps(chosen[:limit]))
         return

@@ -35,6 +35,7 @@ from ..reader.as_text import (
     summary_rows,
     when,
 )
+from ..reader.samples import cell_text, visible
 from .plot import plot
 
 T = TypeVar("T")
@@ -257,7 +258,6 @@ CELL_WIDTH = 300
 def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> Table:
     """``tunetrack samples``: one line per row (its step, its key when there are several, its
     columns); text cut to ``CELL_WIDTH`` characters, conversations as ``role: content`` lines."""
-    from ..reader.samples import cell_text, visible
 
     named: dict[str, str] = {}
     for sample in samples:
@@ -337,8 +337,6 @@ def result_table(table: Any) -> Table:
 
 
 def _result_cell(value: Any) -> str:
-    from ..reader.samples import visible
-
     if value is None:
         return ""
     if isinstance(value, list):

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any
 from ..config import same
 from ..config.names import bookkeeping
 from ..metric_keys import minimized, spelled
-from .names import config_key, short_names, unknown
+from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 from .where import MISSING, Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
     from .run import Run
 
-#: how many runs' configs an unknown group key's suggestions look at
-KNOWN = 200
 #: ``--group-by all-but-seed``: every config key but the seeds and the other bookkeeping
 ALL_BUT_SEED = "all-but-seed"
 
@@ -79,8 +77,7 @@ def group_keys(spec: str | Sequence[str], flat_configs: Sequence[Mapping[str, An
     in a run's config by ``names.config_key``), or ``all-but-seed``: every key some of
     ``flat_configs`` has, except those that only keep books (``config.names.bookkeeping``: seeds,
     output folders, run names, hub ids), which differ from run to run of one configuration."""
-    names = spec.split(",") if isinstance(spec, str) else list(spec)
-    names = [n.strip() for n in names if n.strip()]
+    names = _names(spec)
     if names == [ALL_BUT_SEED]:
         keys: dict[str, None] = {}
         for flat in flat_configs:
@@ -89,6 +86,12 @@ def group_keys(spec: str | Sequence[str], flat_configs: Sequence[Mapping[str, An
     if not names:
         raise ValueError(f"--group-by: give config keys (lr,lora.r) or {ALL_BUT_SEED}")
     return [n[len("config.") :] if n.startswith("config.") else n for n in names]
+
+
+def _names(spec: str | Sequence[str]) -> list[str]:
+    """``--group-by``'s names, in order: ``lr,lora.r`` or a list of them."""
+    names = spec.split(",") if isinstance(spec, str) else list(spec)
+    return [n.strip() for n in names if n.strip()]
 
 
 def group_runs(
@@ -127,7 +130,7 @@ def partition(
     named that no item's config has is an ``UnknownName``; with ``all-but-seed`` only the keys
     whose values differ between the groups are kept (the rest say nothing about a group)."""
     keys = group_keys(by, flat_configs)
-    explicit = group_keys(by, ()) if by != ALL_BUT_SEED and by != [ALL_BUT_SEED] else []
+    every = _names(by) == [ALL_BUT_SEED]
     found: set[str] = set()
     groups: dict[str, Group] = {}
     for item, flat in zip(items, flat_configs):
@@ -138,12 +141,15 @@ def partition(
             if real is not None:
                 found.add(k)
         groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key)).runs.append(item)
-    missing = [k for k in explicit if k not in found]
+    missing = [] if every else [k for k in keys if k not in found]
     if missing and items:
-        every = [*short_names(flat_configs[:KNOWN]), *{k: None for flat in flat_configs for k in flat}]
-        raise unknown("config key", f"config.{missing[0]}", [f"config.{k}" for k in every])
+        known = [
+            *short_names(flat_configs[:CONFIGS_SUGGESTED]),
+            *{k: None for flat in flat_configs for k in flat},
+        ]
+        raise unknown("config key", f"config.{missing[0]}", [f"config.{k}" for k in known])
     out = list(groups.values())
-    if not explicit and len(out) > 1:
+    if every and len(out) > 1:
         keys = [k for k in keys if any(not same(g.key[k], out[0].key[k]) for g in out[1:])]
         for g in out:
             g.key = {k: g.key[k] for k in keys}

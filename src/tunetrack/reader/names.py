@@ -26,6 +26,8 @@ from ..states import STATES
 
 #: how many close names an error offers
 SUGGESTED = 3
+#: how many runs' configs an error's suggestions are drawn from (the first ones asked about)
+CONFIGS_SUGGESTED = 200
 
 
 @cache

@@ -525,8 +525,8 @@ class Run:
         if found is None and self.error:  # no console (console=False), or it shows nothing known
             lines = self.error.splitlines()
             hit = failures.find(lines)
-            primary = latest_primary(self._listed)
             if hit is not None:
+                primary = latest_primary(self._listed)
                 rank = primary.rank if primary is not None else 0
                 found = Failure(hit.name, rank, failures.cause_line(lines, hit))
         return found

@@ -27,7 +27,7 @@ from ..config.names import bookkeeping
 from ..metric_keys import spellings
 from .find import load
 from .groups import Group, metric_field, partition, values_of
-from .names import short_names
+from .names import CONFIGS_SUGGESTED, short_names
 from .series import numeric_values, present
 from .where import MISSING, Field, Known, Lookup, WhereError, lookup_from, parse, require
 from .where import field as parse_field
@@ -106,10 +106,6 @@ def brush(text: str) -> Brush:
     raise WhereError(f'brush: give ["FIELD", LOW, HIGH] or ["FIELD", [VALUES]], not {text!r}')
 
 
-#: how many runs' configs an unknown name's suggestions look at (the first rows, newest first)
-KNOWN_CONFIGS = 200
-
-
 @dataclass
 class Selection:
     """The runs table's rows an expression and brushes pick, each with its ``Lookup``."""
@@ -159,7 +155,7 @@ def select(
     lookups = {row["id"]: row_lookup(row, config) for row in rows}
 
     def known() -> Known:
-        first = [config(row) for row in rows[:KNOWN_CONFIGS]]
+        first = [config(row) for row in rows[:CONFIGS_SUGGESTED]]
         flats = dict.fromkeys([*short_names(first), *(k for flat in first for k in flat)])
         tags = {t for row in rows for t in row.get("tags") or []}
         return Known(catalog.keys(), list(flats), sorted(tags))

@@ -36,7 +36,7 @@ from ..config.names import ALIASES
 from ..errors import AmbiguousName
 from ..metric_keys import minimized, spelled, spellings
 from ..store.memory import no_cyclic_gc
-from .names import config_key, short_names, unknown
+from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 
 if TYPE_CHECKING:
     from .run import Run
@@ -317,6 +317,13 @@ def _in(a: Any, b: Any) -> bool:
     return any(_equal(a, y) for y in b)
 
 
+def grep_error(pattern: str | None, exc: re.error) -> str:
+    """A filter's text that is no regular expression, worded once for every reader of a ``grep``
+    (``logs``, ``samples``, the dashboard's boxes, the agents' tools): ``grep: '([' is not a regular
+    expression (missing ), ...)``."""
+    return f"grep: {pattern!r} is not a regular expression ({exc})"
+
+
 # -- sorting ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Sort:
@@ -440,7 +447,7 @@ def known_of(runs: Sequence[Run]) -> Known:
         metrics.update(dict.fromkeys(run.aggregates()))
         config.update(dict.fromkeys(run.flat_config))
         tags.update(dict.fromkeys(run.tags))
-    config = {**dict.fromkeys(short_names(r.flat_config for r in runs[:200])), **config}
+    config = {**dict.fromkeys(short_names(r.flat_config for r in runs[:CONFIGS_SUGGESTED])), **config}
     return Known(list(metrics), list(config), list(tags))
 
 

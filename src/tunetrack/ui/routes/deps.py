@@ -1,10 +1,8 @@
 """What the routes share: the store's ``Catalog`` (one per app, kept on ``app.state``), handed to a
-route as a FastAPI dependency, opening a run by reference as a 404 when there is none, and the one
-wording of a filter that is no regular expression."""
+route as a FastAPI dependency, and opening a run by reference as a 404 when there is none."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
@@ -27,9 +25,3 @@ def open_or_404(catalog: Catalog, ref: str) -> Run:
         return catalog.open(ref)
     except TunetrackError as exc:
         raise HTTPException(404, str(exc)) from None
-
-
-def regex_error(pattern: str | None, exc: re.error) -> str:
-    """A filter box's text that is no regular expression, said the same by every route that takes one
-    (the console's, the samples'): ``grep: '([' is not a regular expression (missing ), ...)``."""
-    return f"grep: {pattern!r} is not a regular expression ({exc})"

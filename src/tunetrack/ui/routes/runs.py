@@ -18,7 +18,8 @@ from ...errors import TunetrackError
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
-from .deps import CatalogDep, open_or_404, regex_error
+from ...reader.where import grep_error
+from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
 
@@ -226,7 +227,7 @@ def logs(
     try:
         lines = r.console(rank, since, grep or None, tail)
     except re.error as exc:
-        raise HTTPException(400, regex_error(grep, exc)) from None
+        raise HTTPException(400, grep_error(grep, exc)) from None
     ranks = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
     return {"lines": [line.as_json() for line in lines], "ranks": ranks, "failure": r.failure}
 

@@ -22,7 +22,8 @@ from ...reader.samples import (
     select,
     steps_of,
 )
-from .deps import CatalogDep, open_or_404, regex_error
+from ...reader.where import grep_error
+from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
 #: rows one answer holds at most (a step of 1,000 rows of 4 kB is 4 MB)
@@ -78,7 +79,7 @@ def samples(
             sort=sort,
         )
     except re.error as exc:
-        raise HTTPException(422, regex_error(grep, exc)) from None
+        raise HTTPException(422, grep_error(grep, exc)) from None
     except ValueError as exc:  # a column to sort by that no row has, an order that is no order
         raise HTTPException(422, str(exc)) from None
     columns = merge_columns(tables)

@@ -29,7 +29,6 @@ from ..reader.as_text import (
     notes,
     number,
     sample_columns,
-    samples_listed,
     short,
     state,
     summary_rows,
@@ -136,7 +135,7 @@ def head_table(run: Run) -> Table:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    for label, value in [*facts(run), ("samples", samples_listed(run))]:
+    for label, value in facts(run):
         if label == "command":
             value = short(value, 120)  # one line, however long the command
         head.add_row(label, state_text(value) if label == "state" else Text(value))

@@ -173,7 +173,8 @@ def not_kept(run: Run) -> str:
 
 def facts(run: Run) -> list[tuple[str, str]]:
     """(label, text) of what ``tunetrack show`` prints at the top: identity, state, times, where and
-    how the run ran, what it could not keep, and, for an imported run, where it came from."""
+    how the run ran, what it could not keep, for an imported run where it came from, and the tables
+    of samples it holds (``samples_listed``; for a GRPO run without any, why)."""
     about = provenance(run)
     versions = {"python": about["python"], **about["versions"]}
     rows = [
@@ -195,6 +196,9 @@ def facts(run: Run) -> list[tuple[str, str]]:
     ]
     if about["imported"]:
         rows.append(("imported", about["imported"]))
+    held = samples_listed(run)
+    if held != "none":  # the tables it holds and how to read them, or why a GRPO run has none
+        rows.append(("samples", held))
     return rows
 
 

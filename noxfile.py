@@ -4,12 +4,14 @@ Run everything with ``bash scripts/test`` (what CI runs); one session with ``bas
 pass pytest arguments after ``--`` (``bash scripts/test -s tests -- -k rewind``). Sessions build fresh
 venvs by default (as CI does); ``-R`` reuses them and skips the installs when iterating locally.
 
-Every session that needs torch installs ``torch==2.13.0`` first, in a call of its own: pip then takes
-the local CPU wheel, and later requirements that admit 2.13.0 install nothing more. (A looser torch
-would download a multi-GB CUDA build.)
+Sessions build their venvs with uv (``venv_backend="uv"``): the same requirements install in seconds
+where pip took one to two minutes per session. Every session that needs torch asks for
+``torch==2.13.0`` in each install call, and uv is pointed at the wheels pip's own configuration points
+at (``find-links``), so it takes the local CPU wheel; later requirements that admit 2.13.0 install
+nothing more. (A looser torch would download a multi-GB CUDA build.)
 
-The default list holds only sessions whose test folder has tests (and ``bench`` only once its
-script exists). A session whose pytest collects nothing fails, as pytest exits 5 and nox accepts
+The default list holds only sessions whose test folder has tests; ``bench`` (the benchmarks) and
+``gpu`` are run by hand. A session whose pytest collects nothing fails, as pytest exits 5 and nox accepts
 only 0: no session can pass by testing nothing. The ``gpu`` session (tests/gpu and
 benchmarks/gpu_logging.py) is never in it: it needs an NVIDIA GPU, and ``bash scripts/gpu`` runs it
 on one, on that machine's own python3.
@@ -36,6 +38,7 @@ ENV: dict[str, str | None] = {
     "PYTHONHASHSEED": "0",
     "TUNETRACK_SYSTEM": None,
 }
+nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = False  # CI: always fresh; `-R` on the command line overrides
 nox.options.error_on_missing_interpreters = True  # a missing python 3.11 fails instead of skipping
 
@@ -91,22 +94,46 @@ def _core_requirements() -> list[str]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
+def _local_wheels() -> str | None:
+    """The folders of wheels pip is configured to look in (``find-links``: where this machine keeps
+    its CPU build of torch), for uv, which reads no pip configuration; None where pip has none."""
+    if links := os.environ.get("PIP_FIND_LINKS"):
+        return links
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return found.stdout.strip() or None
+
+
 def _env(session: nox.Session) -> None:
-    """A hermetic environment: offline hubs, fixed hash seed, no tunetrack settings from the caller."""
+    """A hermetic environment: offline hubs, fixed hash seed, no tunetrack settings from the caller;
+    uv's installs look where pip's do for local wheels."""
     session.env.update(ENV)
     for key in os.environ:
         if key.startswith("TUNETRACK_"):
             session.env[key] = None
+    if links := _LOCAL_WHEELS:
+        session.env["UV_FIND_LINKS"] = " ".join(links.split())
+
+
+_LOCAL_WHEELS = _local_wheels()
 
 
 def _install_core(session: nox.Session, *extra: str) -> None:
-    session.install(TORCH)  # first and alone: the local CPU wheel
-    session.install("-e", ".[test]", *extra)
+    session.install(TORCH, "-e", ".[test]", *extra)  # the local CPU wheel (see the module's docstring)
 
 
 def _pytest(session: nox.Session, name: str, *args: str) -> None:
-    """pytest with a JUnit report in test-artifacts/; exit code 5 (nothing collected) fails the session."""
-    session.run("pytest", *args, f"--junitxml=test-artifacts/{name}.xml", *session.posargs)
+    """pytest with a JUnit report in test-artifacts/ and the slowest tests in the log; exit code 5
+    (nothing collected) fails the session."""
+    junit = f"--junitxml=test-artifacts/{name}.xml"
+    session.run("pytest", *args, junit, "--durations=15", *session.posargs)
 
 
 @nox.session(python="3.11")
@@ -174,14 +201,13 @@ for _name, (_folder, _reqs) in FRAMEWORKS.items():
 def llamafactory(session: nox.Session) -> None:
     """LLaMA Factory 0.9.5 in its own venv (its pins conflict with everything else)."""
     _env(session)
-    session.install(TORCH)
     session.install("llamafactory==0.9.5", TORCH, "torchvision==0.28.0")
     # torchvision/torchaudio from PyPI link CUDA libraries and break CPU torch; LLaMA Factory runs
     # without them (the tests stub torchaudio, which it imports at the top of mm_plugin.py).
-    session.run("pip", "uninstall", "-y", "torchvision", "torchaudio")
+    session.run("uv", "pip", "uninstall", "torchvision", "torchaudio")
     # --no-deps: leave LLaMA Factory's resolved pins alone
     session.install("-e", ".", "--no-deps")
-    session.install(*_core_requirements(), "pytest", "pytest-timeout", "hypothesis")
+    session.install(*_core_requirements(), TORCH, "pytest", "pytest-timeout", "hypothesis")
     _pytest(session, "llamafactory", "tests/e2e/llamafactory", "-m", "e2e")
 
 
@@ -196,11 +222,10 @@ def swift(session: nox.Session) -> None:
     and the Megatron-SWIFT callback driven through its hooks (Megatron itself needs CUDA)."""
     _env(session)
     session.env.update({"MODELSCOPE_OFFLINE": "1", "USE_HF": "1"})
-    session.install(TORCH)
     session.install(*SWIFT_PACKAGES, TORCH)
     # --no-deps: leave ms-swift's resolved pins alone
     session.install("-e", ".", "--no-deps")
-    session.install(*_core_requirements(), "pytest", "pytest-timeout", "hypothesis", "pillow")
+    session.install(*_core_requirements(), TORCH, "pytest", "pytest-timeout", "hypothesis", "pillow")
     _pytest(session, "swift", "tests/e2e/swift", "-m", "e2e")
 
 
@@ -212,7 +237,7 @@ def deepspeed(session: nox.Session) -> None:
     # An sdist whose build imports torch: no build isolation, so it builds against the CPU torch above.
     # DS_BUILD_OPS=0 leaves the C++ ops to DeepSpeed's JIT at run time; on CPU the only one used is
     # the shared-memory allreduce, built once per machine into ~/.cache/torch_extensions.
-    session.install("--no-build-isolation", "deepspeed==0.19.*", env={"DS_BUILD_OPS": "0"})
+    session.install("--no-build-isolation", "deepspeed==0.19.*", TORCH, env={"DS_BUILD_OPS": "0"})
     _pytest(session, "deepspeed", "tests/e2e/deepspeed", "-m", "e2e")
 
 
@@ -246,8 +271,8 @@ def notebook(session: nox.Session) -> None:
     and growing while a cell trains, in JupyterLab in Debian's Chromium driven by Playwright."""
     _env(session)
     _chromium(session)
-    session.install(TORCH)  # the example notebook trains a tiny torch model
-    session.install("-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright")
+    # the example notebook trains a tiny torch model
+    session.install(TORCH, "-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright")
     _pytest(session, "notebook", "tests/notebook")
 
 
@@ -300,15 +325,16 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def bench(session: nox.Session) -> None:
-    """tunetrack against the real peer trackers, side by side in one run.
+    """tunetrack against the real peer trackers, side by side in one run: measured by hand, never in
+    the default list (a figure from a suite sharing the machine with other sessions says little, and
+    the run took four of the suite's minutes).
 
-    Without arguments (CI): a smoke run of run_all, every peer and workload, in quick mode with one
-    repetition (the suite must stay under an hour). Figures are measured by hand, with arguments
-    (``bash scripts/test -s bench -- --quick``, or ``-- --reps 5``): then run_all, system_overhead and
-    bridges_bench all run with them."""
+    Without arguments, a smoke run of run_all (every peer and workload, quick, one repetition); with
+    arguments (``bash scripts/test -s bench -- --quick``, or ``-- --reps 5``), run_all, system_overhead
+    and bridges_bench all run with them."""
     _env(session)
-    session.install(TORCH)
     session.install(
+        TORCH,
         "-e",
         ".",
         "trackio",
@@ -433,9 +459,7 @@ def _default_sessions() -> list[str]:
     if _has_tests("tests/bridges"):
         sessions.append("bridges")
     sessions.append("docs")
-    if (ROOT / "benchmarks" / "run_all.py").exists():
-        sessions.append("bench")
-    return sessions
+    return sessions  # never ``bench``: benchmarks run by hand (see the session)
 
 
 nox.options.sessions = _default_sessions()

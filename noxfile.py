@@ -272,7 +272,9 @@ def notebook(session: nox.Session) -> None:
     _env(session)
     _chromium(session)
     # the example notebook trains a tiny torch model
-    session.install(TORCH, "-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright")
+    session.install(
+        TORCH, "-e", ".[test,notebook]", "nbclient", "nbformat", "ipykernel", "jupyterlab", "playwright"
+    )
     _pytest(session, "notebook", "tests/notebook")
 
 

@@ -10,6 +10,17 @@ import pytest
 from helpers import LAUNCH_PREFIXES, LAUNCH_VARS
 from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
 
+#: every test under this folder trains a real model with a real framework: marked ``e2e``
+E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The one marking of end-to-end tests, by folder: an item is ``e2e`` exactly when its file lies
+    under ``tests/e2e/``, whatever else the session collected (the unit tests keep their switches)."""
+    for item in items:
+        if E2E in item.path.resolve().parents:
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def unit_test_session(request):

@@ -8,16 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
-
 from servers import mlflow_server  # noqa: F401 - a real mlflow server, for the MLflow backend
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)

@@ -12,11 +12,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2] / "examples"))
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.e2e)
-
-
 @pytest.fixture(scope="session")
 def assets(tmp_path_factory):
     """A tiny Llama and its tokenizer saved together, and an alpaca + a preference dataset."""

@@ -14,14 +14,6 @@ from pathlib import Path
 import pytest
 from swift_run import LINES, WORDS, run_swift
 
-HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if HERE in Path(str(item.fspath)).resolve().parents:
-            item.add_marker(pytest.mark.e2e)
-
 
 def _write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

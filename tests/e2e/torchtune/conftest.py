@@ -14,12 +14,6 @@ HERE = Path(__file__).resolve().parent
 PREPARE = HERE.parents[2] / "examples" / "torchtune" / "prepare.py"
 
 
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.e2e)
-
-
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory) -> dict[str, Path]:
     """``{"tiny_full": yaml, "tiny_lora": yaml}`` over a local tokenizer, checkpoint and data set."""

@@ -11,6 +11,7 @@ import os
 import runpy
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -440,84 +441,99 @@ def test_quickstart_example(tmp_path, monkeypatch, capsys):
     ]  # the last one: evaluate() after train()
 
 
-def _train_mirrored(tmp_path, root, tok, project: str, name: str, backends: list) -> Trainer:
-    """A 12-step Trainer run with ``TunetrackCallback(backends=...)``, finished."""
-    cb = TunetrackCallback(project=project, name=name, dir=root, backends=backends)
-    trainer = Trainer(
-        model=build_model(tok), args=_args(tmp_path / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
-    )
-    trainer.train()
-    cb.finish()
-    return trainer
+@dataclass
+class Mirrored:
+    """One Trainer run mirrored into every backend at once, and where each backend keeps it."""
+
+    trainer: Trainer
+    run_path: Path
+    run_id: str
+    mlflow_url: str
+    trackio_dir: Path
+    wandb_dir: Path
+
+    @property
+    def losses(self) -> list[float]:
+        return [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
 
 
-def test_backends_mirror_the_trainer_into_tensorboard(tmp_path, root, tok):
+@pytest.fixture(scope="module")
+def mirrored(tmp_path_factory, tok, _mlflow_session_server) -> Mirrored:
+    """A 12-step Trainer run with ``TunetrackCallback(backends=[...])`` naming all four trackers, as a
+    user mirroring into several at once writes it (the Trainer's own integrations off:
+    ``report_to="none"``); each test reads one tracker back with that tracker's own reader. One run,
+    not one per tracker: the fan-out is the same code whichever backends it holds."""
+    from tunetrack.backends.wandb import WandbBackend
+
+    base = tmp_path_factory.mktemp("mirrored")
+    trackio_dir, wandb_dir = base / "trackio", base / "wandb"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("MLFLOW_TRACKING_URI", _mlflow_session_server.url)  # MLflow's own settings
+        env.setenv("TRACKIO_DIR", str(trackio_dir))
+        backends = ["tensorboard", "mlflow", "trackio", WandbBackend(mode="offline", dir=wandb_dir)]
+        cb = TunetrackCallback(project="hf-mirrored", name="mirrored", dir=base / "runs", backends=backends)
+        trainer = Trainer(
+            model=build_model(tok), args=_args(base / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+        )
+        trainer.train()
+        cb.finish()
+    run = open_run("mirrored", dir=base / "runs")
+    return Mirrored(trainer, run.path, run.id, _mlflow_session_server.url, trackio_dir, wandb_dir)
+
+
+def test_backends_mirror_the_trainer_into_tensorboard(mirrored):
     """``TunetrackCallback(backends=[...])``: the same run, live, in TensorBoard's event files."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    trainer = _train_mirrored(tmp_path, root, tok, "hf", "mirrored", ["tensorboard"])
-    run = open_run("mirrored", dir=root)
-    acc = EventAccumulator(str(run.path / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
+    acc = EventAccumulator(str(mirrored.run_path / "tensorboard"), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
-    train_rows = [h for h in trainer.state.log_history if "loss" in h]
     assert [e.step for e in acc.Scalars("loss")] == list(range(1, 13))
-    assert [e.value for e in acc.Scalars("loss")] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
+    assert [e.value for e in acc.Scalars("loss")] == pytest.approx(mirrored.losses, rel=1e-6)
     assert "learning_rate" in acc.Tags()["scalars"] and "perf/steps_per_s" in acc.Tags()["scalars"]
     assert b"per_device_train_batch_size" in acc.Tensors("config")[0].tensor_proto.string_val[0]
 
 
-def test_backends_mirror_the_trainer_into_an_mlflow_server(tmp_path, root, tok, mlflow_server, monkeypatch):
-    """``TunetrackCallback(backends=["mlflow"])`` with MLflow's own settings: the Trainer's run on a
-    real tracking server, read back with ``MlflowClient``."""
+def test_backends_mirror_the_trainer_into_an_mlflow_server(mirrored):
+    """``backends=["mlflow"]`` with MLflow's own settings: the Trainer's run on a real tracking server,
+    read back with ``MlflowClient`` (the server is shared: the run is found by its tag)."""
     from mlflow.tracking import MlflowClient
 
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.url)
-    trainer = _train_mirrored(tmp_path, root, tok, "hf", "to-mlflow", ["mlflow"])
-    run = open_run("to-mlflow", dir=root)
-    client = MlflowClient(mlflow_server.url)
-    experiment = client.get_experiment_by_name("hf")
-    (remote,) = client.search_runs([experiment.experiment_id], f"tags.`tunetrack.run_id` = '{run.id}'")
-    assert remote.info.status == "FINISHED" and remote.info.run_name == "to-mlflow"
-    loss = client.get_metric_history(remote.info.run_id, "loss")
-    train_rows = [h for h in trainer.state.log_history if "loss" in h]
-    assert sorted(m.step for m in loss) == list(range(1, 13))
-    assert [m.value for m in sorted(loss, key=lambda m: m.step)] == pytest.approx(
-        [h["loss"] for h in train_rows]
+    client = MlflowClient(mirrored.mlflow_url)
+    experiment = client.get_experiment_by_name("hf-mirrored")
+    (remote,) = client.search_runs(
+        [experiment.experiment_id], f"tags.`tunetrack.run_id` = '{mirrored.run_id}'"
     )
+    assert remote.info.status == "FINISHED" and remote.info.run_name == "mirrored"
+    loss = client.get_metric_history(remote.info.run_id, "loss")
+    assert sorted(m.step for m in loss) == list(range(1, 13))
+    assert [m.value for m in sorted(loss, key=lambda m: m.step)] == pytest.approx(mirrored.losses)
     params = remote.data.params  # the Trainer's config, flattened with dots as MLflow users expect
     batch = [v for k, v in params.items() if k.endswith("per_device_train_batch_size")]
-    assert batch == [str(trainer.args.per_device_train_batch_size)], sorted(params)[:20]
+    assert batch == [str(mirrored.trainer.args.per_device_train_batch_size)], sorted(params)[:20]
 
 
-def test_backends_mirror_the_trainer_into_trackio(tmp_path, root, tok, monkeypatch):
-    """``TunetrackCallback(backends=["trackio"])``: the Trainer's run in trackio's local store (the
-    Trainer's own trackio integration off: ``report_to="none"``), read back through trackio's API."""
-    monkeypatch.setenv("TRACKIO_DIR", str(tmp_path / "trackio"))
-    trainer = _train_mirrored(tmp_path, root, tok, "hf-trackio", "to-trackio", ["trackio"])
+def test_backends_mirror_the_trainer_into_trackio(mirrored, monkeypatch):
+    """``backends=["trackio"]``: the Trainer's run in trackio's local store, read back through
+    trackio's API."""
+    monkeypatch.setenv("TRACKIO_DIR", str(mirrored.trackio_dir))
     from trackio.sqlite_storage import SQLiteStorage
 
-    logs = [e for e in SQLiteStorage.get_logs("hf-trackio", "to-trackio") if "loss" in e]
-    train_rows = [h for h in trainer.state.log_history if "loss" in h]
+    logs = [e for e in SQLiteStorage.get_logs("hf-mirrored", "mirrored") if "loss" in e]
     assert [e["step"] for e in logs] == list(range(1, 13))
-    assert [e["loss"] for e in logs] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
-    config = SQLiteStorage.get_run_config("hf-trackio", "to-trackio")
+    assert [e["loss"] for e in logs] == pytest.approx(mirrored.losses, rel=1e-6)
+    config = SQLiteStorage.get_run_config("hf-mirrored", "mirrored")
     assert '"learning_rate": 0.001' in json.dumps(config)  # the Trainer's arguments, as captured
 
 
-def test_backends_mirror_the_trainer_into_wandb_offline(tmp_path, root, tok):
-    """``TunetrackCallback(backends=[WandbBackend(...)])``: the Trainer's run in a W&B offline run file
-    (the Trainer's own W&B integration off: ``report_to="none"``), read with W&B's protobuf schema."""
-    from tunetrack.backends.wandb import WandbBackend
+def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):
+    """``backends=[WandbBackend(mode="offline")]``: the Trainer's run in a W&B offline run file, read
+    with W&B's protobuf schema."""
     from wandb_files import read_run, run_files
 
-    trainer = _train_mirrored(
-        tmp_path, root, tok, "hf", "to-wandb", [WandbBackend(mode="offline", dir=tmp_path)]
-    )
-    (path,) = run_files(tmp_path)
+    (path,) = run_files(mirrored.wandb_dir)
     got = read_run(path)
-    train_rows = [h for h in trainer.state.log_history if "loss" in h]
     losses = {step: row["loss"] for step, row in got["history"].items() if "loss" in row}
     assert sorted(losses) == list(range(1, 13))
-    assert [losses[s] for s in range(1, 13)] == pytest.approx([h["loss"] for h in train_rows], rel=1e-6)
-    assert got["name"] == "to-wandb" and got["exit_code"] == 0
+    assert [losses[s] for s in range(1, 13)] == pytest.approx(mirrored.losses, rel=1e-6)
+    assert got["name"] == "mirrored" and got["exit_code"] == 0
     assert "learning_rate" in json.dumps(got["config"])

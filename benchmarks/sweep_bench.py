@@ -66,7 +66,7 @@ def dashboard_cold(root: Path, runs: int, reps: int, forget: bool, after: float 
     from ui_bench import table_drawn, timed
 
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from helpers import Server
+    from support.helpers import Server
 
     times = []
     with sync_playwright() as p:

@@ -100,7 +100,7 @@ def api(root: Path, reps: int) -> dict[str, float]:
 def browser(root: Path, runs: int, reps: int) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
-    from helpers import Server
+    from support.helpers import Server
 
     out = {}
     server = Server(root)
@@ -113,7 +113,7 @@ def browser(root: Path, runs: int, reps: int) -> dict[str, float]:
 
 
 def _draw(p: Any, url: str, runs: int, reps: int) -> dict[str, float]:
-    from helpers import wait_until
+    from support.helpers import wait_until
 
     chromium = p.chromium.launch(executable_path="/usr/bin/chromium")
     page = chromium.new_page(viewport={"width": 1600, "height": 1000})

@@ -185,7 +185,7 @@ def pass_cpu(passes: int) -> None:
 
 
 def sampling_pass(gpus: int, latency: float, passes: int) -> dict[str, float]:
-    from fakes.nvml import FakeGpu, FakeNvml
+    from support.fake_nvml import FakeGpu, FakeNvml
     from tunetrack.system import SystemSampler
     from tunetrack.system.nvidia import NvidiaSource
 

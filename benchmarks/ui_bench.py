@@ -124,7 +124,7 @@ def fill_table(root: Path, runs: int) -> None:
 
 
 def timed(page: Any, url: str, done: Any) -> float:
-    from helpers import wait_until
+    from support.helpers import wait_until
 
     start = time.perf_counter()
     page.goto(url)
@@ -187,7 +187,7 @@ def api_traffic(page: Any) -> tuple[int, int]:
 
 def zoom(page: Any, chart: Any) -> float:
     """Drag across ``chart``'s plot area; seconds from releasing the mouse until it is drawn again."""
-    from helpers import drag_across, wait_until
+    from support.helpers import drag_across, wait_until
 
     drawn = chart.get_attribute("data-drawn")
     drag_across(page, chart)
@@ -211,7 +211,7 @@ def main() -> None:
     opts = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from helpers import Server, wait_until  # the same server harness the browser tests use
+    from support.helpers import Server, wait_until  # the same server harness the browser tests use
     from tunetrack import Tracker
 
     reps = opts.reps or (2 if opts.quick else 5)

@@ -1,4 +1,4 @@
-"""The screenshots of docs/sweeps.md: a generated sweep (tests/sweep.py) in the dashboard, taken with
+"""The screenshots of docs/sweeps.md: a generated sweep (tests/support/sweep.py) in the dashboard, taken with
 Playwright and the system's Chromium, written as small palette PNGs under docs/img/.
 
     PYTHONPATH=src:tests .nox/ui/bin/python scripts/sweep_screenshots.py
@@ -17,8 +17,8 @@ sys.path[:0] = [str(HERE / "tests"), str(HERE / "src")]
 from PIL import Image  # noqa: E402
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from helpers import Server  # noqa: E402
-from sweep import make_sweep  # noqa: E402
+from support.helpers import Server  # noqa: E402
+from support.sweep import make_sweep  # noqa: E402
 
 OUT = HERE / "docs" / "img"
 

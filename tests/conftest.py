@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import LAUNCH_PREFIXES, LAUNCH_VARS
-from servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
+from support.helpers import LAUNCH_PREFIXES, LAUNCH_VARS
+from support.servers import webhook  # noqa: F401 - the fixture: an HTTP receiver for alerts
 
 #: every test under this folder trains a real model with a real framework: marked ``e2e``
 E2E = Path(__file__).resolve().parent / "e2e"
@@ -60,9 +60,9 @@ def parquet_off(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def sweep_store(tmp_path_factory):
-    """``(root, runs)``: the generated 60-run sweep (``tests/sweep.py``), made once for the session and
+    """``(root, runs)``: the generated 60-run sweep (``tests/support/sweep.py``), made once for the session and
     only read by the tests that use it."""
-    from sweep import make_sweep
+    from support.sweep import make_sweep
 
     root = tmp_path_factory.mktemp("sweep") / "runs"
     return root, make_sweep(root)

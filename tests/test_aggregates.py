@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from helpers import run_script
+from support.helpers import run_script
 from tunetrack import Tracker, aggregates
 from tunetrack.cli import cli
 from tunetrack.reader import open_run

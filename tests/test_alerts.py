@@ -11,7 +11,7 @@ import subprocess
 import sys
 import warnings
 
-from helpers import SRC, run_script, spawn_script, wait_until
+from support.helpers import SRC, run_script, spawn_script, wait_until
 from tunetrack import Tracker
 from tunetrack.reader import list_runs, open_run
 

@@ -22,7 +22,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-from helpers import SRC
+from support.helpers import SRC
 
 PACKAGE = Path(SRC) / "tunetrack"
 

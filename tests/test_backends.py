@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import wait_until
+from support.helpers import wait_until
 from tunetrack import Tracker
 from tunetrack.reader import open_run
 from tunetrack.writer import fanout
@@ -307,7 +307,7 @@ def test_sigterm_while_mirrors_catch_up_records_the_end_at_once(root, tmp_path):
     import subprocess
     import sys
 
-    from helpers import SRC
+    from support.helpers import SRC
 
     started = tmp_path / "started"
     parent, child = pty.openpty()  # stderr on a terminal

@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from rich.text import Text
 
-from helpers import SRC, wait_until
+from support.helpers import SRC, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli, plot
 from tunetrack.config import diff

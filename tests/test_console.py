@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import SRC, run_script, spawn_script, wait_until
+from support.helpers import SRC, run_script, spawn_script, wait_until
 from tunetrack import failures
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run

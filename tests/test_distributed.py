@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from helpers import spawn_script
+from support.helpers import spawn_script
 from tunetrack.reader import list_runs
 
 WORKER = """

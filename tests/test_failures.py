@@ -13,7 +13,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from helpers import run_script
+from support.helpers import run_script
 from tunetrack.cli import cli
 from tunetrack.failures import exception_line
 from tunetrack.reader import open_run

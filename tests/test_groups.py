@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from sweep import LRS, RANKS
+from support.sweep import LRS, RANKS
 from test_aggregates import truth
 from tunetrack.cli import cli
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import LAUNCH_VARS, setenv, torchrun_env
+from support.helpers import LAUNCH_VARS, setenv, torchrun_env
 from tunetrack.tracker.launch import RankInfo, job_id, rank_info
 
 pytestmark = pytest.mark.usefixtures("plain_process")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import spawn_script
+from support.helpers import spawn_script
 from tunetrack import Tracker
 from tunetrack.manage import delete_runs, rename_run, tag_run
 from tunetrack.reader import Catalog, list_runs, open_run

@@ -8,7 +8,7 @@ import warnings
 
 import pytest
 
-from helpers import spawn_script
+from support.helpers import spawn_script
 from tunetrack import Tracker
 from tunetrack._warnings import TunetrackWarning
 from tunetrack.edits import fold, new_edit, tag_changes

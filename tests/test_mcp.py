@@ -14,7 +14,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from helpers import SRC, run_script, spawn_script, wait_until
+from support.helpers import SRC, run_script, spawn_script, wait_until
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import open_run
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_script
+from support.helpers import run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 

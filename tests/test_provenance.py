@@ -12,7 +12,7 @@ from dataclasses import asdict
 
 import pytest
 
-from helpers import run_script, setenv, torchrun_env
+from support.helpers import run_script, setenv, torchrun_env
 from tunetrack.redact import REDACTED, redact_argv, strip_credentials
 from tunetrack.tracker import provenance as tenv
 from tunetrack.tracker.launch import RankInfo

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import tunetrack
-from helpers import run_script, wait_until
+from support.helpers import run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.config import text

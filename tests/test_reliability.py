@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from helpers import run_script, spawn_script, wait_until
+from support.helpers import run_script, spawn_script, wait_until
 from tunetrack.jsonfile import read_json
 from tunetrack.reader import list_runs, open_run
 from tunetrack.reader.as_text import facts

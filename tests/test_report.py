@@ -17,7 +17,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_until
+from support.helpers import NASTY, SRC, XSS, embedded, run_script, seed_two_runs, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweep import make_sweep
+from support.sweep import make_sweep
 from tunetrack.reader import Catalog
 from tunetrack.reader.sweeps import Configs, group_curves, group_table, parameters, select, spearman
 from tunetrack.reader.where import WhereError

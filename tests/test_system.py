@@ -12,8 +12,8 @@ import types
 
 import pytest
 
-from fakes.nvml import FakeGpu, FakeNvml
-from helpers import SRC, run_script, wait_until
+from support.fake_nvml import FakeGpu, FakeNvml
+from support.helpers import SRC, run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.reader import list_runs, open_run
 from tunetrack.system import SystemSampler
@@ -101,7 +101,7 @@ def test_passes_while_the_interpreter_exits_still_read_every_gpu(tmp_path):
     """After Python stops taking thread-pool work at exit, passes read the GPUs in turn, quietly."""
     code = """
         import atexit, sys, time
-        from fakes.nvml import FakeGpu, FakeNvml
+        from support.fake_nvml import FakeGpu, FakeNvml
         sys.modules["pynvml"] = FakeNvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)], latency=1e-3).module()
         from tunetrack import Tracker
         tracker = Tracker(dir=sys.argv[1], system_interval=0.1).start()

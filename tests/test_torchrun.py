@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 
-from helpers import SRC
+from support.helpers import SRC
 from tunetrack.reader import list_runs
 
 SCRIPT = """

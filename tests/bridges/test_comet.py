@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from comet_files import comet_others, comet_params, comet_points, comet_texts, started
-from helpers import SRC, run_script
+from support.comet_files import comet_others, comet_params, comet_points, comet_texts, started
+from support.helpers import SRC, run_script
 from tunetrack.backends.comet import experiment_key
 from tunetrack.reader import open_run
 

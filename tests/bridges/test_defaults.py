@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_script
-from wandb_files import read_run, run_files
+from support.helpers import run_script
+from support.wandb_files import read_run, run_files
 
 TRAIN = """
 import sys

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from comet_files import comet_others, comet_points, started
-from helpers import SRC, run_script
+from support.comet_files import comet_others, comet_points, started
+from support.helpers import SRC, run_script
 from tunetrack import Tracker
 from tunetrack.backends.mlflow import MLflowBackend
 from tunetrack.reader import list_runs, open_run, provenance

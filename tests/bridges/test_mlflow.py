@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from helpers import SRC, run_script, wait_until
+from support.helpers import SRC, run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.backends.mlflow import MLflowBackend
 from tunetrack.reader import open_run

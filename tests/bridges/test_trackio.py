@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import run_script
+from support.helpers import run_script
 
 READ = """
 import json, sys

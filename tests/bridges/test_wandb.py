@@ -1,15 +1,15 @@
 """The W&B backend in offline mode, read back from the run files W&B writes (``offline-run-*/run-*.wandb``,
-what ``wandb sync`` uploads) with W&B's own protobuf schema (tests/wandb_files.py): config, name, tags,
+what ``wandb sync`` uploads) with W&B's own protobuf schema (tests/support/wandb_files.py): config, name, tags,
 history with steps, a text table, exit codes, and a resume continuing the same W&B run."""
 
 from __future__ import annotations
 
 import pytest
 
-from helpers import run_script
+from support.helpers import run_script
+from support.wandb_files import read_run, run_files
 from tunetrack import Tracker
 from tunetrack.backends.wandb import WandbBackend, wandb_id
-from wandb_files import read_run, run_files
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_script
+from support.helpers import run_script
+from support.wandb_files import read_run, run_files
 from tunetrack import open_run
-from wandb_files import read_run, run_files
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "wandb_api" / "train.py"
 W_AND_B_ONLY = {"_step", "_runtime", "_timestamp"}

@@ -12,7 +12,7 @@ import pytest
 import torch
 from gpuwork import TrainStep, queue_matmuls
 
-from helpers import run_script
+from support.helpers import run_script
 from tunetrack import Tracker, open_run
 from tunetrack.system import SystemSampler, default_sources
 from tunetrack.system.torch_alloc import TorchAllocatorSource

@@ -15,7 +15,7 @@ import pytest
 import torch
 from gpuwork import TrainStep, gpm_allowed, nvidia_smi, nvml_handle, nvml_uuid, queue_matmuls
 
-from helpers import run_script, spawn_script
+from support.helpers import run_script, spawn_script
 from tunetrack import Tracker, open_run
 from tunetrack.system.nvidia import NvidiaSource
 

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from helpers import SRC, free_port, run_script, wait_until
+from support.helpers import SRC, free_port, run_script, wait_until
 from tunetrack.reader import list_runs
 from tunetrack.reader.as_text import number
 

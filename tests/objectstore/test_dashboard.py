@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Server, spawn_script, wait_until
+from support.helpers import Server, spawn_script, wait_until
 from tunetrack import Tracker
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "objectstore"

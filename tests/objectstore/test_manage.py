@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import spawn_script, wait_until
+from support.helpers import spawn_script, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.errors import RunNotFound

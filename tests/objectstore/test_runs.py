@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from helpers import SRC, free_port, wait_until
+from support.helpers import SRC, free_port, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run

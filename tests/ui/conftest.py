@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import Server
+from support.helpers import Server
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 #: a run name, tag, config key or value, command-line argument: anything the pages must show as text

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import seed_two_runs, wait_until
+from support.helpers import seed_two_runs, wait_until
 from tunetrack import Tracker, TunetrackWarning
 from tunetrack.reader import m4, open_run
 from tunetrack.ui.app import create_app

@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 
 from conftest import ARTIFACTS, XSS
-from helpers import SRC, drag_across, spawn_script, wait_until
+from support.helpers import SRC, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
 from tunetrack.manage import note_run
 from tunetrack.reader import open_run

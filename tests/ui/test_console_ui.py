@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 
 from conftest import ARTIFACTS
-from helpers import run_script, spawn_script, wait_until
+from support.helpers import run_script, spawn_script, wait_until
 from tunetrack.reader import list_runs
 from tunetrack.ui.app import create_app
 

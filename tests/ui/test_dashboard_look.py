@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from conftest import ARTIFACTS
-from helpers import Server, run_script, spawn_script, wait_until
+from support.helpers import Server, run_script, spawn_script, wait_until
 from tunetrack import Tracker
 
 ON = {"TUNETRACK_CONSOLE": "1"}

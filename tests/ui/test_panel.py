@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from conftest import ARTIFACTS, XSS
-from helpers import wait_until
+from support.helpers import wait_until
 from tunetrack.ui.notebook import _front_end
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><style>{css}</style></head><body><div id="root"></div>

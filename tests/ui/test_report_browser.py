@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from PIL import Image
 
 from conftest import ARTIFACTS
-from helpers import XSS, embedded, seed_two_runs, wait_until
+from support.helpers import XSS, embedded, seed_two_runs, wait_until
 from tunetrack import TunetrackWarning
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
@@ -222,7 +222,7 @@ def test_the_report_shows_a_table_of_samples(root, tmp_path, browser):
 
 
 def test_a_failed_run_shows_the_last_lines_of_its_console(browser, root, tmp_path):
-    from helpers import run_script
+    from support.helpers import run_script
 
     failed = run_script(
         f"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 from conftest import ARTIFACTS
-from helpers import wait_until
+from support.helpers import wait_until
 from tunetrack import Tracker
 
 

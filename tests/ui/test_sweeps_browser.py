@@ -1,7 +1,7 @@
 """A sweep in a real browser: the compare page grouped (a mean and a band per group), parallel
 coordinates whose brushed axis filters the runs table, and the runs table's choices (aggregate
 columns, sort, a --where expression, group-by) kept in the URL across a reload. One small corner of
-tests/sweep.py's sweep (2 learning rates x 2 ranks x 3 seeds: early-stopped runs, and a failed one
+tests/support/sweep.py's sweep (2 learning rates x 2 ranks x 3 seeds: early-stopped runs, and a failed one
 whose eval loss has two points), written once for the module."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import ARTIFACTS
-from helpers import Server, wait_until
-from sweep import make_sweep
+from support.helpers import Server, wait_until
+from support.sweep import make_sweep
 
 LRS, RANKS, SEEDS = (1e-4, 1e-3), (4, 16), (0, 1, 4)
 

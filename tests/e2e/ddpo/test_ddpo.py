@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from helpers import EXAMPLES_DIR, SRC
+from support.helpers import EXAMPLES_DIR, SRC
 from tunetrack.reader import open_run
 
 

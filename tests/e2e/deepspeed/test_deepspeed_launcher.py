@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import EXAMPLES_DIR, SRC, free_port
+from support.helpers import EXAMPLES_DIR, SRC, free_port
 from tunetrack.reader import list_runs
 
 #: the launcher as users run it: the console script installed next to this interpreter

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from servers import _mlflow_session_server  # noqa: F401 - a real mlflow server, for the MLflow backend
+from support.servers import _mlflow_session_server  # noqa: F401 - a real mlflow server, for the MLflow backend
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[2] / "examples"

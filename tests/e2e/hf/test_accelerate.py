@@ -12,7 +12,7 @@ import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, PartialState
 
-from helpers import EXAMPLES_DIR, SRC, run_script
+from support.helpers import EXAMPLES_DIR, SRC, run_script
 from tunetrack.errors import UnknownName
 from tunetrack.integrations.accelerate import TunetrackTracker
 from tunetrack.reader import list_runs, open_run

@@ -18,7 +18,7 @@ import pytest
 from _tiny import build_dataset, build_model, build_tokenizer
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
-from helpers import EXAMPLES_DIR, SRC, run_script
+from support.helpers import EXAMPLES_DIR, SRC, run_script
 from tunetrack.integrations.support.resume import MARKER as RUN_FILE
 from tunetrack.integrations.transformers import TunetrackCallback
 from tunetrack.reader import list_runs, open_run
@@ -528,7 +528,7 @@ def test_backends_mirror_the_trainer_into_trackio(mirrored, monkeypatch):
 def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):
     """``backends=[WandbBackend(mode="offline")]``: the Trainer's run in a W&B offline run file, read
     with W&B's protobuf schema."""
-    from wandb_files import read_run, run_files
+    from support.wandb_files import read_run, run_files
 
     (path,) = run_files(mirrored.wandb_dir)
     got = read_run(path)

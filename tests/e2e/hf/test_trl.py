@@ -187,7 +187,7 @@ def test_grpo_example_script(root):
     import subprocess
     import sys
 
-    from helpers import EXAMPLES_DIR, SRC
+    from support.helpers import EXAMPLES_DIR, SRC
 
     proc = subprocess.run(
         [sys.executable, os.path.join(EXAMPLES_DIR, "trl_grpo.py"), "--dir", str(root)],

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from helpers import SRC
+from support.helpers import SRC
 from tunetrack.reader import list_runs
 from tunetrack.reader.names import config_key
 

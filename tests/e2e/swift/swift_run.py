@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import SRC
+from support.helpers import SRC
 
 #: the ``swift`` and ``python`` of the venv running the tests
 BIN = Path(sys.executable).parent

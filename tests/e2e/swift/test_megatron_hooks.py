@@ -13,7 +13,7 @@ is loaded, ``on_train_begin``, per step ``on_step_begin``/``on_step_end``/``on_l
 
 from __future__ import annotations
 
-from helpers import run_script
+from support.helpers import run_script
 from tunetrack.reader import list_runs
 
 DRIVER = """

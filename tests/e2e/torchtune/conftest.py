@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from servers import mlflow_server  # noqa: F401 - the fixture (a real mlflow server)
+from support.servers import mlflow_server  # noqa: F401 - the fixture (a real mlflow server)
 
 HERE = Path(__file__).resolve().parent
 PREPARE = HERE.parents[2] / "examples" / "torchtune" / "prepare.py"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from helpers import SRC, wait_until
+from support.helpers import SRC, wait_until
 from tunetrack.reader import list_runs
 from tunetrack.reader.names import config_key
 

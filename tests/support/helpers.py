@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
-EXAMPLES_DIR = str(Path(__file__).resolve().parents[1] / "examples")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+EXAMPLES_DIR = str(Path(__file__).resolve().parents[2] / "examples")
 
 
 def run_script(

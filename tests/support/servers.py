@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import free_port
+from support.helpers import free_port
 
 
 class MlflowServer:

@@ -4,7 +4,8 @@
 from .channel import Channel
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample, Table
-from .writer import OpenedRun, RunRequest, Writer
+from .opening import OpenedRun, RunRequest
+from .writer import Writer
 
 __all__ = [
     "Channel",

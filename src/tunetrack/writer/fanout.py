@@ -23,8 +23,11 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from .. import settings
 from .._warnings import warn_once
 from ..backends.base import OPTIONAL, Backend, RunInfo
+from ..store import codec
+from ..values import DROP, to_plain
 
 #: rows a backend may have waiting before further rows are missed instead of queued
 MAX_ROWS = 200_000
@@ -163,6 +166,61 @@ class BackendRunner(threading.Thread):
     def result(self) -> dict[str, Any]:
         """What the run's end record keeps of this backend."""
         return {"missed_rows": self.missed_rows, "error": self.error}
+
+
+class Fanout:
+    """The writer's backends: one ``BackendRunner`` each, started once the run is known, given every
+    batch, and waited for together at the end."""
+
+    def __init__(self) -> None:
+        self._runners: list[BackendRunner] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._runners)
+
+    def start(self, backends: Sequence[Backend], run: RunInfo) -> None:
+        self._runners = [BackendRunner(backend, run) for backend in backends]
+        for runner in self._runners:
+            runner.start()
+
+    def submit(self, method: str, *args: Any) -> None:
+        for runner in self._runners:
+            runner.submit(method, *args)
+
+    def rows(self, method: str, rows: codec.Rows) -> None:
+        """A written block, as the backends take rows: ``(step, time, {key: plain value})``."""
+        if not self._runners:
+            return
+        dict_rows = [
+            (step, t, _as_dict(values)) for step, t, values in zip(rows.steps, rows.times, rows.values)
+        ]
+        for runner in self._runners:
+            runner.submit(method, dict_rows, rows=len(dict_rows))
+
+    def close(self, state: str, limit: float | None, stop: threading.Event) -> dict[str, dict[str, Any]]:
+        """Tell every backend the run ended, wait for them (``wait_for``), and give what each sent and
+        missed, by name (a second backend of the same name gets ``name.2``)."""
+        if self._runners:
+            for runner in self._runners:
+                runner.close(state)
+            wait_for(self._runners, settings.backend_stall(), limit, stop, terminal())
+        out: dict[str, dict[str, Any]] = {}
+        for runner in self._runners:
+            key, n = runner.label, 1
+            while key in out:
+                n += 1
+                key = f"{runner.label}.{n}"
+            out[key] = runner.result()
+        return out
+
+
+def _as_dict(row: dict[Any, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in row.items():
+        converted = to_plain(value)
+        if converted is not DROP:
+            out[key if type(key) is str else str(key)] = converted
+    return out
 
 
 def wait_for(

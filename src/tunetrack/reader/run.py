@@ -20,7 +20,7 @@ from ..metric_keys import minimized, spelled
 from ..store import codec
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
-from . import console
+from . import console, from_ends
 from .console import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .names import metric_key, unknown
@@ -227,16 +227,13 @@ class Run:
         return out
 
     def _stored_config(self) -> dict[str, Any] | None:
-        """The config as the writers stored it in their end records (an object store's index entries
-        hold them: no request; a folder's, two small files a process, not its records: what a
-        sweep's dashboard reads of 1,000 runs), when every process ended with one and at most one
-        process logged any; else None: several processes' records merge in time order, which only
-        the records tell."""
+        """The config as the writers stored it in their end records (``from_ends.config``): an object
+        store's index entries hold them (no request); a folder's, two small files a process, not its
+        records (what a sweep's dashboard reads of 1,000 runs)."""
         for processes_of in (lambda: self._listed, lambda: self._processes):  # the files only if needed
             ends = [p.end for p in processes_of()]
-            if ends and all(isinstance(e, dict) and isinstance(e.get("config"), dict) for e in ends):
-                logged = [e["config"] for e in ends if e and e["config"]]
-                return (dict(logged[0]) if logged else {}) if len(logged) <= 1 else None
+            if from_ends.every(ends, "config"):
+                return from_ends.config(ends)
         return None
 
     @property
@@ -342,20 +339,10 @@ class Run:
     def latest(self) -> dict[str, Any]:
         """``{"step", "values"}``: the last step and each key's last value, from the end record of a
         finished primary process (no data read: what run listings use), else from the data."""
-        primaries = [p for p in self._listed if p.primary]
-        lasts: list[Mapping[str, Any]] = [
-            last
-            for p in primaries
-            if isinstance(last := (p.end.get("last") if p.end else None) or p.last, dict) and _complete(last)
-        ]
-        if lasts and len(lasts) == len(primaries) and (len(lasts) == 1 or self.folder.summary()):
-            # One attempt's record is the run's. After a resume, a listing index (object stores) gives
-            # every attempt's; a folder's reader reads the data instead (the latest attempt alone
-            # misses what the earlier ones logged).
-            values: dict[str, Any] = {}
-            for each in lasts:
-                values.update(each["values"])
-            return {"step": lasts[-1]["step"], "values": values}
+        lasts = [(p.end.get("last") if p.end else None) or p.last for p in self._listed if p.primary]
+        stored = from_ends.latest(lasts, attempts_listed=self.folder.summary() is not None)
+        if stored is not None:
+            return stored
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
 
     @property
@@ -379,27 +366,8 @@ class Run:
 
     def stored_aggregates(self) -> dict[str, Agg | None] | None:
         """The aggregates the writers stored, merged over the processes, when readers can trust
-        them (see ``aggregates``); else None. Reads no data."""
-        procs = self._listed
-        ends = [p.end for p in procs]
-        if not procs or not all(isinstance(e, dict) and isinstance(e.get("aggregates"), dict) for e in ends):
-            return None
-        valid = aggregates.valid
-        if len(ends) == 1:  # most runs: one process, nothing to merge (10,000 of them in a sorted ls)
-            end = ends[0]
-            assert end is not None
-            stored = end["aggregates"]
-            return None if end.get("rewound") or not all(map(valid, stored.values())) else dict(stored)
-        out: dict[str, Agg | None] = {}
-        for end in ends:
-            assert end is not None
-            if end.get("rewound"):
-                return None
-            for key, agg in end["aggregates"].items():
-                if not valid(agg):
-                    return None
-                out[key] = aggregates.merge(out.get(key), agg)
-        return out
+        them (``from_ends.aggregates_of``); else None. Reads no data."""
+        return from_ends.aggregates_of([p.end for p in self._listed])
 
     def summary(self, best: Mapping[str, bool] | None = None) -> dict[str, dict[str, Any]]:
         """Per key (``aggregates.SUMMARY_FIELDS``): the last value, min and max over finite numbers,
@@ -538,7 +506,3 @@ class Run:
         a finished or running run, or one that shows no known failure."""
         found = self._failed
         return str(found) if found is not None else None
-
-
-def _complete(last: Any) -> bool:
-    return isinstance(last, dict) and last.get("step") is not None and "values" in last

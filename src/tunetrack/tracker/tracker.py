@@ -14,7 +14,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,17 @@ from ..backends.base import Backend
 from ..config import capture
 from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
-from ..monitoring.health import HealthConfig, HealthMonitor
+from ..monitoring.health import HealthConfig
 from ..values import FAST_TYPES, snapshot
-from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Table, Writer
+from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunEdit, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
-from .alerting import Alerting
+from .alerting import Alerts
 from .console import ConsoleCapture
 from .console import start as capture_console
-from .editing import Editing
-from .launch import RankInfo, job_id, rank_info, role_of
+from .editing import Labels
+from .launch import job_id, rank_info, role_of
 from .media import Media
+from .options import Options
 
 _all_fast = FAST_TYPES.issuperset
 _all_float = frozenset({float}).issuperset
@@ -46,36 +46,13 @@ FINISH_TIMEOUT = 60.0
 JOIN_AT_FINISH = 10.0
 
 
-@dataclass(frozen=True)
-class _Options:
-    """What the constructor was given for ``start()``: the constructor itself does nothing."""
-
-    dir: str | os.PathLike[str] | None
-    config: Any
-    id: str | None
-    resume: str | None
-    resume_step: int | None
-    backends: Sequence[Backend | str] | str | None
-    store: bool
-    all_ranks: bool
-    flush_interval: float
-    fsync_interval: float
-    max_pending: int
-    system: bool | None
-    system_interval: float | None
-    system_sources: Sequence[Any] | None
-    health: bool | HealthConfig
-    upload_interval: float | None
-    backend_timeout: float | None
-    alerts: str | Sequence[str] | None
-    console: bool | str | None
-
-
-class Tracker(Editing, Alerting, Media):
+class Tracker:
     """Records one run: hyperparameters, metrics and events, into the local store and any backends.
 
     The constructor has no side effects (adapters build trackers on every rank); the run is created
-    by ``start()`` or by the first ``log()``/``log_config()``.
+    by ``start()`` or by the first ``log()``/``log_config()``. The run's name and tags
+    (``editing.Labels``), its alerts (``alerting.Alerts``) and its samples and images
+    (``media.Media``) are parts of their own, each given only the few things it needs.
     """
 
     def __init__(
@@ -106,11 +83,8 @@ class Tracker(Editing, Alerting, Media):
         console: bool | str | None = None,
     ) -> None:
         self.project = project
-        self._name = name
-        self._tags = list(tags or [])
         self.strict = strict
-        self._alert_finished = alert_finished
-        self._opts = _Options(
+        self._opts = Options(
             dir,
             config,
             id,
@@ -130,10 +104,15 @@ class Tracker(Editing, Alerting, Media):
             backend_timeout,
             alerts,
             console,
+            strict,
         )
         self._sampler: Any = None
         self._console: ConsoleCapture | None = None
-        self._alerter: Alerter | None = None
+        self._labels = Labels(name, tags, strict, self._deliver_edit)
+        self._alerts = Alerts(strict, alert_finished, lambda: (self.id, self.name, self.project), self.event)
+        self._media = Media(
+            strict, self._recording, self._send, self._step_of, self.event, lambda: (self.id, self.run_dir)
+        )
         self._lock = threading.RLock()
         self._writer: Writer | None = None
         #: the writer's way in (None until ``start()``, and on a process that records no rows)
@@ -158,6 +137,53 @@ class Tracker(Editing, Alerting, Media):
     def step(self) -> int:
         """The last step logged (or rewound to)."""
         return self._step
+
+    @property
+    def name(self) -> str | None:
+        """The run's name. Set before ``start()``, it names the run; set later, it renames the run (an
+        edit, as ``tunetrack rename`` makes: readers show the new name, and find the run by it)."""
+        return self._labels.name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        if value is None and not self._started:
+            self._labels.name = None  # the default name, made at start()
+            return
+        self._labels.edit(name="" if value is None else value)  # a run that exists keeps a name
+
+    @property
+    def tags(self) -> list[str]:
+        """The run's tags (a copy: change them with ``add_tags`` and ``remove_tags``)."""
+        return list(self._labels.tags)
+
+    def add_tags(self, *tags: str) -> None:
+        """Tag the run. Before ``start()`` the run is created with these tags; later they are added to
+        it (an edit, as ``tunetrack tag RUN +TAG`` makes). Never raises, except in ``strict`` mode."""
+        if tags:
+            self._labels.edit(add=tags)
+
+    def remove_tags(self, *tags: str) -> None:
+        """Untag the run (before or after ``start()``, as ``add_tags``)."""
+        if tags:
+            self._labels.edit(remove=tags)
+
+    def _deliver_edit(self, body: dict[str, Any]) -> None:
+        """Record an edit in the run once the run exists: through the writer while it runs, at once
+        after ``finish()``. Only the process that records the run records it (on other ranks it only
+        changes this object)."""
+        with self._lock:
+            writer = self._writer if self._started and self._active else None
+            if writer is not None and not self._finished:
+                writer.channel.send(RunEdit(body))  # finish() drains it before the writer stops
+                return
+        if writer is None:
+            return
+        try:
+            writer.write_edit(body)  # a store that cannot be written is warned about there
+        except Exception as exc:
+            if self.strict:
+                raise
+            warn_once(f"edit-after:{self.id}", f"could not store an edit of run {self.id}: {exc!r}")
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Tracker:
@@ -193,9 +219,9 @@ class Tracker(Editing, Alerting, Media):
             request = RunRequest(
                 id=self._opts.resume or self._opts.id,
                 new=self._opts.resume is None and self._opts.id is not None,
-                name=self._name,
+                name=self._labels.name,
                 project=self.project,
-                tags=self._tags,
+                tags=self._labels.tags,
                 created=now,
                 process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
                 job=job if role == "primary" and ranks.rank == 0 else None,
@@ -203,8 +229,8 @@ class Tracker(Editing, Alerting, Media):
             )
             urls = settings.alert_urls(self._opts.alerts)
             if urls and role == "primary":
-                self._alerter = Alerter(urls)
-            writer = self._writer = self._new_writer()
+                self._alerts.alerter = Alerter(urls)
+            writer = self._writer = self._opts.writer(self._alerts.alerter)
         except BaseException:  # the run does not start: neither does the console's recorder
             if recorder is not None:
                 recorder.cancel()
@@ -226,67 +252,22 @@ class Tracker(Editing, Alerting, Media):
             writer.join_job(dir, job, psutil.Process().create_time(), request)
         else:
             opened = writer.open(dir, request)
-            self.id, self._name, self.project, self.run_dir = (
+            self.id, self._labels.name, self.project, self.run_dir = (
                 opened.id,
                 opened.name,
                 opened.project,
                 opened.dir,
             )
         writer.start()
-        self._start_system(ranks)
+        self._sampler = self._opts.sampler(ranks, self._log_system)
+        if self._sampler is not None:
+            self._sampler.start()
         exit_hooks.track(self)
         if self._active:
             if self._opts.config is not None:
                 self.log_config(self._opts.config)
             if self._opts.resume_step is not None:
                 self.rewind(self._opts.resume_step)
-
-    def _resolve_backends(self) -> list[Backend]:
-        """Backends given as instances or by name (``TUNETRACK_BACKENDS`` when none are given). A name
-        nothing provides is warned about once and skipped: training goes on (``strict`` raises)."""
-        from ..backends import registry
-
-        specs = settings.backends(self._opts.backends)
-        out = []
-        for spec in registry.names(specs) if isinstance(specs, str) else list(specs or []):  # type: ignore[call-overload]
-            try:
-                out.append(registry.resolve(spec))
-            except Exception as exc:
-                if self.strict:
-                    raise
-                warn_once(f"backend-name:{spec}", f"backend {spec!r} is not used: {exc}")
-        return out
-
-    def _new_writer(self) -> Writer:
-        health = (
-            None
-            if self._opts.health is False
-            else HealthMonitor(self._opts.health if self._opts.health is not True else None)
-        )
-        return Writer(
-            self._resolve_backends(),
-            flush_interval=self._opts.flush_interval,
-            fsync_interval=self._opts.fsync_interval,
-            health=health,
-            max_pending=self._opts.max_pending,
-            strict=self.strict,
-            backend_timeout=self._opts.backend_timeout,
-            alerter=self._alerter,
-        )
-
-    def _start_system(self, ranks: RankInfo) -> None:
-        """System metrics: on by default, one sampler per node (local rank 0), off the training thread."""
-        if not settings.system_enabled(self._opts.system) or ranks.local_rank != 0:
-            return
-        from ..system import SystemSampler, default_sources
-
-        sources = (
-            list(self._opts.system_sources) if self._opts.system_sources is not None else default_sources()
-        )
-        self._sampler = SystemSampler(
-            sources, settings.system_interval(self._opts.system_interval), self._log_system
-        )
-        self._sampler.start()
 
     def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:
         if self._channel is not None:
@@ -329,8 +310,7 @@ class Tracker(Editing, Alerting, Media):
                 f"finish:{self.id}",
                 f"the writer did not finish within {FINISH_TIMEOUT:g} s; the run may read as crashed",
             )
-        if self._alerter is not None:
-            self._alert_end(self._alerter, state, error, last_lines)
+        self._alerts.end(state, error, self._step, last_lines)
         lost = {k: v for k, v in writer.counters.as_dict().items() if v}
         if lost:
             warn_once(f"lost:{self.id}", f"run {self.id}: not everything logged was stored: {lost}")
@@ -420,8 +400,41 @@ class Tracker(Editing, Alerting, Media):
 
     def event(self, kind: str, step: int | None = None, **data: Any) -> None:
         """Record a discrete event (checkpoint, evaluation, warning, ...) at ``step``."""
-        step = self._step if step is None else self._coerce_step(step)
-        self._send(Event(kind, step, time.time(), capture(data)))
+        self._send(Event(kind, self._step_of(step), time.time(), capture(data)))
+
+    def _step_of(self, step: Any) -> int:
+        """The step a record is made at: the caller's, or the current one."""
+        return self._step if step is None else self._coerce_step(step)
+
+    def log_table(self, key: str, rows: Any, step: int | None = None) -> None:
+        """A table of samples (generations, GRPO completions with their rewards) at ``step`` (default:
+        the current step): a list of dicts or a pandas DataFrame. Columns may hold text, numbers,
+        bools, chat messages (lists of ``{"role", "content"}``) and images (PIL, arrays, tensors).
+        The caller pays for a reference only: reading, typing and encoding the table happen on the
+        writer thread, so do not change the rows after handing them over (a list is copied, its
+        dicts are not). Odd input is stored as well as it can be and warned about once; this never
+        raises (``strict`` included: the table is read after the call returned)."""
+        self._media.table(key, rows, step)
+
+    def log_text(
+        self, key: str, rows: str | Mapping[str, Any] | Sequence[Mapping[str, Any]], step: int | None = None
+    ) -> None:
+        """Text samples at ``step``: a string (one row whose ``text`` is it), a dict (one row) or a list
+        of dicts; the same as ``log_table``."""
+        self._media.table(key, rows, step)
+
+    def log_image(self, key: str, image: Any, step: int | None = None, index: int = 0) -> str | None:
+        """Store an image (PIL, NumPy array or tensor) as a PNG with the run and record an ``image``
+        event; returns its path inside the run. Encoding happens on the calling thread (images are
+        rare and large), storing on the writer's."""
+        return self._media.image(key, image, step, index)
+
+    def alert(self, title: str, text: str = "", level: str = "info") -> None:
+        """Send an alert about this run to the run's alert destinations (``alerts=``,
+        ``$TUNETRACK_ALERT_URL``), and record it as an ``alert`` event. Returns at once: sending
+        happens in the background; the same title is sent at most once per
+        ``$TUNETRACK_ALERT_INTERVAL`` (300 s)."""
+        self._alerts.alert(title, text, level)
 
     def rewind(self, step: int) -> None:
         """Supersede what was logged so far after ``step`` (resuming from a checkpoint at ``step``).

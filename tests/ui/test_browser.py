@@ -1,4 +1,8 @@
-"""The dashboard in a real browser (Debian's Chromium driven by Playwright) against `tunetrack ui`."""
+"""The dashboard in a real browser (Debian's Chromium driven by Playwright) against `tunetrack ui`.
+
+The tests share one store and one dashboard server (``dashboard``), as a user's dashboard serves
+many runs at once: each test finds its own runs by id, and the seeded runs are written once.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,35 @@ import time
 
 import httpx
 import numpy as np
+import pytest
 from PIL import Image
 
 from conftest import ARTIFACTS, XSS
-from support.helpers import SRC, drag_across, spawn_script, wait_until
+from support.helpers import SRC, Server, drag_across, spawn_script, wait_until
 from tunetrack import Tracker
 from tunetrack.manage import note_run
 from tunetrack.reader import open_run
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    """The module's one store: every test writes its runs here."""
+    return tmp_path_factory.mktemp("browser") / "runs"
+
+
+@pytest.fixture(scope="module")
+def dashboard(root):
+    """The module's one ``tunetrack ui`` over that store (a test that needs another kind of server,
+    bound beyond the loopback, starts its own)."""
+    server = Server(root)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def seeded(root):
+    """Three runs (finished, failed, killed; the last named with markup), written once."""
+    return _seed(root)
 
 
 def _seed(root):
@@ -42,13 +68,13 @@ def _seed(root):
     return a.id, b.id, x.id
 
 
-def test_runs_table_run_page_and_compare(root, server_factory, page):
-    a, b, x = _seed(root)
-    server = server_factory(root)
+def test_runs_table_run_page_and_compare(seeded, dashboard, page):
+    a, b, x = seeded
+    server = dashboard
     page.goto(server.base + "/")
     page.wait_for_selector("#runs tbody tr")
     rows = {tr.get_attribute("data-run"): tr.inner_text() for tr in page.query_selector_all("#runs tbody tr")}
-    assert set(rows) == {a, b, x}
+    assert {a, b, x} <= set(rows)  # among the other tests' runs in the one store
     assert "finished" in rows[a] and "failed" in rows[b] and "killed" in rows[x]
     page.screenshot(path=str(ARTIFACTS / "runs.png"))
 
@@ -92,7 +118,7 @@ def test_runs_table_run_page_and_compare(root, server_factory, page):
     assert page.dialogs == []
 
 
-def test_a_chart_grows_while_another_process_logs(root, server_factory, page, tmp_path):
+def test_a_chart_grows_while_another_process_logs(root, dashboard, page, tmp_path):
     writer = spawn_script(
         """
         import sys, time
@@ -107,7 +133,7 @@ def test_a_chart_grows_while_another_process_logs(root, server_factory, page, tm
         str(root),
     )
     run_id = writer.stdout.readline().strip()
-    server = server_factory(root)
+    server = dashboard
     try:
         page.goto(f"{server.base}/run/{run_id}")
         page.wait_for_selector("#charts .chart[data-points]")
@@ -118,9 +144,9 @@ def test_a_chart_grows_while_another_process_logs(root, server_factory, page, tm
         writer.kill()
 
 
-def test_user_strings_render_as_text(root, server_factory, page):
-    _, _, x = _seed(root)
-    server = server_factory(root)
+def test_user_strings_render_as_text(seeded, dashboard, page):
+    _, _, x = seeded
+    server = dashboard
     page.goto(server.base + "/")
     page.wait_for_selector(f"#runs tbody tr[data-run='{x}']")
     assert XSS in page.inner_text(f"#runs tbody tr[data-run='{x}']")
@@ -134,8 +160,7 @@ def test_user_strings_render_as_text(root, server_factory, page):
     page.screenshot(path=str(ARTIFACTS / "xss.png"))
 
 
-def test_non_loopback_bind_requires_the_token(root, server_factory, page):
-    _seed(root)
+def test_non_loopback_bind_requires_the_token(root, seeded, server_factory, page):
     server = server_factory(root, host="0.0.0.0")
     token = re.search(r"token=(\S+)", server.banner).group(1)
     for path in ("/", "/api/runs", "/static/runs.js"):
@@ -151,13 +176,13 @@ def test_non_loopback_bind_requires_the_token(root, server_factory, page):
     assert server.stop() == 0  # Ctrl-C stops it cleanly
 
 
-def test_zoom_fetches_detail_and_display_options_fetch_nothing(root, server_factory, page):
+def test_zoom_fetches_detail_and_display_options_fetch_nothing(root, dashboard, page):
     logged = time.time()
     t = Tracker(dir=root, name="long", system=False).start()
     for step in range(1, 20_001):
         t.log({"loss": 1.0 if step == 10_001 else 0.5}, step=step)  # a one-step spike in the middle
     t.finish()
-    server = server_factory(root)
+    server = dashboard
     requests = []
     page.on("request", lambda r: requests.append(r.url) if "/api/series" in r.url else None)
     page.goto(f"{server.base}/run/{t.id}")
@@ -185,7 +210,7 @@ def test_zoom_fetches_detail_and_display_options_fetch_nothing(root, server_fact
     page.screenshot(path=str(ARTIFACTS / "wall-time.png"))
 
 
-def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):
+def test_compare_overlays_many_runs_and_zooms(root, dashboard, page):
     ids = []
     for i, name in enumerate(["one", "two", XSS]):
         t = Tracker(dir=root, name=name, system=False, config={"lr": 0.1 * (i + 1), "seed": 0}).start()
@@ -193,7 +218,7 @@ def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):
             t.log({"loss": (i + 1) / step}, step=step)
         t.finish()
         ids.append(t.id)
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/compare?ids={','.join(ids)}")
     chart = page.wait_for_selector("#charts .chart[data-traces='3']")
     assert [tr.get_attribute("data-key") for tr in page.query_selector_all("#diff tbody tr")] == ["lr"]
@@ -214,7 +239,7 @@ def test_compare_overlays_many_runs_and_zooms(root, server_factory, page):
     assert page.dialogs == []
 
 
-def test_a_long_live_run_is_thinned_again_on_the_server(root, server_factory, page, tmp_path):
+def test_a_long_live_run_is_thinned_again_on_the_server(root, dashboard, page, tmp_path):
     go = tmp_path / "go"
     writer = spawn_script(
         """
@@ -236,7 +261,7 @@ def test_a_long_live_run_is_thinned_again_on_the_server(root, server_factory, pa
         str(go),
     )
     run_id = writer.stdout.readline().strip()
-    server = server_factory(root)
+    server = dashboard
     try:
         page.goto(f"{server.base}/run/{run_id}")
         chart = page.wait_for_selector("#charts .chart[data-points='1']")
@@ -248,11 +273,11 @@ def test_a_long_live_run_is_thinned_again_on_the_server(root, server_factory, pa
         writer.kill()
 
 
-def test_without_the_charting_library_the_pages_say_so(root, server_factory, page):
+def test_without_the_charting_library_the_pages_say_so(seeded, dashboard, page):
     """A build without npm has no uPlot: a chart page says so where its charts would be, and shows
     the rest (here the script is blocked, as if the server had none to link)."""
-    a, b, _ = _seed(root)
-    server = server_factory(root)
+    a, b, _ = seeded
+    server = dashboard
     page.route(re.compile(r".*/static/vendor/uplot-.*"), lambda route: route.abort())
     page.goto(f"{server.base}/run/{a}")
     wait_until(lambda: "not built in" in page.inner_text("#charts"), timeout=20)
@@ -277,7 +302,7 @@ def _line_columns(page, chart) -> set[int]:
     return set(np.nonzero(((b - r > 30) & (b - g > 15)).any(axis=0))[0].tolist())
 
 
-def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, server_factory, page):
+def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, dashboard, page):
     """TRL's GRPO trainer, and ``log({"eval/loss": x if evaluating else None})``, log a key as None at
     most steps. Its few points are joined across the Nones, and a point with no neighbour (alone, or
     between NaN gaps) gets a dot: in the chart's pixels, not only in its data."""
@@ -293,7 +318,7 @@ def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, server_fac
             step=step,
         )
     t.finish()
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/run/{t.id}")
     wait_until(lambda: len(page.query_selector_all("#charts .chart[data-drawn]")) == 4, timeout=20)
     charts = {c.get_attribute("data-key"): c for c in page.query_selector_all("#charts .chart")}
@@ -306,7 +331,7 @@ def test_a_metric_logged_as_none_at_most_steps_draws_its_points(root, server_fac
     page.screenshot(path=str(ARTIFACTS / "sparse.png"), full_page=True)
 
 
-def test_config_numbers_print_without_float_noise(root, server_factory, page):
+def test_config_numbers_print_without_float_noise(root, dashboard, page):
     """Arithmetic's last bits and float32 values widened to float64 are not printed (the exact value
     shows on hover); integers beyond 2**53 print exact (a browser's numbers would round them)."""
     config = {
@@ -318,7 +343,7 @@ def test_config_numbers_print_without_float_noise(root, server_factory, page):
     a.finish()
     b = Tracker(dir=root, name="b", system=False, config={**config, "optim": {"lr": 2e-4}}).start()
     b.finish()
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/run/{a.id}")
     page.wait_for_selector("#config [data-path='seed']")
 
@@ -376,7 +401,7 @@ print(t.id)
 '''
 
 
-def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page, tmp_path):
+def test_the_run_page_shows_where_and_how_the_run_ran(root, dashboard, page, tmp_path):
     """What ``tunetrack show`` prints above its tables: hosts, git commit and dirty flag, command line,
     versions, duration, the last values, and the rows that were not kept (dropped by a stalled writer,
     not sent to a backend that went away). The command line holds a run name that is markup: text."""
@@ -409,7 +434,7 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
     assert counters["dropped_rows"] > 0 and counters["backend_missed/Gone"] > 0
     note_run(run_id, "diverged after the warm-up", dir=root)  # `tunetrack note`
     note_run(run_id, XSS, dir=root)
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/run/{run_id}")
     page.wait_for_selector("#summary tbody tr")
     facts = {dd.get_attribute("data-fact"): dd.inner_text() for dd in page.query_selector_all("#facts dd")}
@@ -435,7 +460,7 @@ def test_the_run_page_shows_where_and_how_the_run_ran(root, server_factory, page
 
 
 # -- seen with 30 runs of 5,000 steps -----------------------------------------------------------
-def test_compare_names_every_run_in_each_chart_legend(root, server_factory, page):
+def test_compare_names_every_run_in_each_chart_legend(root, dashboard, page):
     """Six runs with sweep-like names: each chart's legend shows every one of them (it was cut to
     three lines, three runs named)."""
     ids = []
@@ -445,7 +470,7 @@ def test_compare_names_every_run_in_each_chart_legend(root, server_factory, page
             t.log({"loss": (i + 1) / step}, step=step)
         t.finish()
         ids.append(t.id)
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/compare?ids={','.join(ids)}")
     chart = page.wait_for_selector("#charts .chart[data-traces='6']")
     legend = chart.query_selector(".u-legend").bounding_box()
@@ -479,7 +504,7 @@ def _visible_headings(page) -> list[str]:
     return [h.inner_text() for h in page.query_selector_all("main h2") if h.is_visible()]
 
 
-def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_factory, page):
+def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, dashboard, page):
     """No system metrics, no events, no samples or images: no "system", "events", "samples" or
     "images" heading over nothing. A run that has them shows them."""
     bare = Tracker(dir=root, name="bare", system=False).start()
@@ -492,7 +517,7 @@ def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_f
     full.event("checkpoint", step=1, path="ckpt-1")
     wait_until(lambda: gpu.calls >= 3)
     full.finish()
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/run/{bare.id}")
     page.wait_for_selector("#charts .chart[data-drawn]")
     assert _visible_headings(page) == ["training", "config"]
@@ -503,14 +528,14 @@ def test_a_run_page_leaves_out_the_sections_a_run_has_nothing_for(root, server_f
     assert "a generation" in page.inner_text("#sample-table")
 
 
-def test_an_event_reads_the_same_on_the_run_page_and_in_its_report(root, server_factory, page, tmp_path):
+def test_an_event_reads_the_same_on_the_run_page_and_in_its_report(root, dashboard, page, tmp_path):
     """A health event's NaN value read ``value=null`` on the page and ``value=nan`` in the report:
     both now print the server's one text (``tunetrack show``'s)."""
     t = Tracker(dir=root, name="nan", system=False).start()
     t.log({"loss": 1.0}, step=1)
     t.event("health", step=1, key="loss", value=math.nan, problem="loss_nonfinite")
     t.finish()
-    server = server_factory(root)
+    server = dashboard
     page.goto(f"{server.base}/run/{t.id}")
     page.wait_for_selector("#events tbody tr")
     on_page = page.inner_text("#events tbody tr").split("\t")
@@ -522,11 +547,11 @@ def test_an_event_reads_the_same_on_the_run_page_and_in_its_report(root, server_
     assert page.inner_text("#events tbody tr").split("\t")[-1] == on_page[-1]
 
 
-def test_every_page_has_an_icon_and_no_request_fails(root, server_factory, page):
+def test_every_page_has_an_icon_and_no_request_fails(seeded, dashboard, page):
     """Each page links the dashboard's icon: the browser asks for no /favicon.ico (a 404 logged as an
     error on every page)."""
-    a, b, _ = _seed(root)
-    server = server_factory(root)
+    a, b, _ = seeded
+    server = dashboard
     failed, icons = [], []
     page.on("response", lambda r: failed.append((r.status, r.url)) if r.status >= 400 else None)
     page.on("console", lambda m: failed.append((m.text, m.location["url"])) if m.type == "error" else None)

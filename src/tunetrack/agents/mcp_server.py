@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import metric_keys
-from ..errors import TunetrackError
+from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.names import metric_key, unknown
@@ -422,8 +422,7 @@ def _answering(fn: Callable[..., str], error: type[Exception]) -> Callable[..., 
         try:
             return fn(*args, **kwargs)
         except (TunetrackError, ValueError, ImportError, OSError) as exc:
-            text = str(exc).strip()
-            raise error(text.splitlines()[0] if text else type(exc).__name__) from None
+            raise error(one_line(exc)) from None
 
     return tool
 

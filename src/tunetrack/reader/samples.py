@@ -20,6 +20,7 @@ from itertools import zip_longest
 from typing import Any
 
 from ..store import codec
+from ..values import is_chat, is_number
 from .names import unknown
 
 # -- column types, as readers show them --
@@ -113,7 +114,7 @@ def _type_of(value: Any) -> str:
         return BOOL
     if isinstance(value, (int, float)):
         return NUMBER
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+    if is_chat(value):
         return CHAT
     return TEXT
 
@@ -158,7 +159,7 @@ def cell_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+    if is_chat(value):
         return "\n".join(f"{m.get('role')}: {cell_text(m.get('content'))}" for m in value)
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
@@ -321,7 +322,7 @@ def sort_samples(
     def value(sample: dict[str, Any]) -> Any:
         if len(names) == 1:
             return cell(sample, names[0])
-        numbers = [v for c in names if _number(v := cell(sample, c)) and not _empty(v)]
+        numbers = [v for c in names if is_number(v := cell(sample, c)) and not _empty(v)]
         return math.fsum(numbers) if numbers else None
 
     present = [s for s in samples if not _empty(value(s))]
@@ -329,10 +330,6 @@ def sort_samples(
     numbers = all(isinstance(value(s), (int, float)) for s in present)
     key = (lambda s: float(value(s))) if numbers else (lambda s: cell_text(value(s)))
     return sorted(present, key=key, reverse=descending) + empty
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 #: control characters (C0 but newline and tab, DEL, C1): a terminal would act on them

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ...errors import TunetrackError
+from ...errors import TunetrackError, one_line
 from ...reader.samples import (
     NUMBER,
     completion_column,
@@ -23,6 +23,7 @@ from ...reader.samples import (
     steps_of,
 )
 from ...reader.where import grep_error
+from ...values import is_finite_number
 from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
@@ -81,7 +82,7 @@ def samples(
     except re.error as exc:
         raise HTTPException(422, grep_error(grep, exc)) from None
     except ValueError as exc:  # a column to sort by that no row has, an order that is no order
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, one_line(exc)) from None
     columns = merge_columns(tables)
     return {
         "keys": keys,
@@ -104,7 +105,7 @@ def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, 
         if table.columns().get(column) != NUMBER:
             continue
         values = by_step.setdefault(table.step, [])
-        values += [row[column] for row in table.rows() if _finite(row.get(column))]
+        values += [row[column] for row in table.rows() if is_finite_number(row.get(column))]
     steps = sorted(s for s, v in by_step.items() if v)
     return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
 
@@ -216,10 +217,6 @@ def _prompt_of(samples: list[dict[str, Any]], index: int) -> str:
     if text is None:
         raise HTTPException(404, "no such row, or it has no prompt")
     return text
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _json_safe(sample: dict[str, Any]) -> dict[str, Any]:

@@ -142,3 +142,28 @@ def test_one_number_and_one_chat_predicate():
     chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
     assert is_chat(chat) and not is_chat([]) and not is_chat([{"content": "no role"}])
     assert cell_text(chat) == "user: hi\nassistant: yo"
+
+
+def test_missing_sorts_last_the_same_way_everywhere():
+    """``ls --sort``, ``samples --sort`` and ``compare --group-by``'s groups put what has no value last
+    in either direction, through one ordering (``values.missing_last``)."""
+    from tunetrack.reader.groups import Group
+    from tunetrack.reader.samples import sort_samples
+    from tunetrack.reader.where import MISSING, ordered
+    from tunetrack.reader.where import sort as parse_sort
+    from tunetrack.values import missing_last
+
+    values = [2.0, None, math.nan, 1.0, 3.0]
+    for descending in (False, True):
+        want = [*sorted([1.0, 2.0, 3.0], reverse=descending), "none", "nan"]
+        named = [("none" if v is None else "nan" if v != v else v) for v in values]
+        assert [named[i] for i in missing_last(range(5), lambda i: values[i], descending)] == want
+        by_sort = parse_sort("eval/loss:min:desc" if descending else "eval/loss:min")
+        runs = ordered(
+            list(range(5)), by_sort, lambda i: lambda f: MISSING if values[i] is None else values[i]
+        )
+        samples = sort_samples([{"row": {"r": v}, "step": 0} for v in values], "r", descending)
+        assert [named[i] for i in runs] == want
+        assert [s["row"]["r"] for s in samples][:3] == want[:3] and samples[3]["row"]["r"] is None
+    groups = [Group({"lr": i}, values=[] if v is None or v != v else [v]) for i, v in enumerate(values)]
+    assert [g.mean for g in missing_last(groups, lambda g: g.mean)] == [1.0, 2.0, 3.0, None, None]

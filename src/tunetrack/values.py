@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, TypeGuard
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeGuard, TypeVar
 
 from .errors import InvalidValue
 
@@ -53,6 +53,27 @@ def is_chat(value: object) -> TypeGuard[list[Mapping[str, Any]]]:
     return (
         isinstance(value, list) and bool(value) and all(isinstance(m, Mapping) and "role" in m for m in value)
     )
+
+
+T = TypeVar("T")
+
+
+def missing_last(items: Sequence[T], value: Callable[[T], Any], descending: bool = False) -> list[T]:
+    """``items`` ordered by ``value(item)``, stable, with what has no place in the order last in
+    either direction (as pandas' ``sort_values`` puts NaN): None, NaN, a list or dict, and a value of
+    another kind than the first kind present (numbers come before text). The one ordering of
+    ``ls --sort``, ``samples --sort``, the agents' ``list_runs`` and ``compare --group-by``'s groups."""
+    ranked: list[tuple[int, Any, T]] = []
+    for item in items:
+        v = value(item)
+        if v is None or (isinstance(v, float) and v != v) or isinstance(v, (list, dict)):
+            ranked.append((2, 0, item))
+        else:
+            ranked.append((0, v, item) if is_number(v) else (1, str(v), item))
+    kind = min((k for k, _, _ in ranked if k < 2), default=0)  # numbers, else text
+    keep = [(v, item) for k, v, item in ranked if k == kind]
+    keep.sort(key=lambda p: p[0], reverse=descending)
+    return [item for _, item in keep] + [item for k, _, item in ranked if k != kind]
 
 
 class Unsupported:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import same, setting
 from ..config.names import bookkeeping
 from ..metric_keys import minimized, spelled
-from ..values import is_finite_number
+from ..values import is_finite_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 from .where import Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
@@ -111,8 +111,7 @@ def group_runs(
     for group in groups:
         group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
     lower = {"min": True, "max": False}.get(what.agg, spelled(best).get(what.key, minimized(what.key)))
-    groups.sort(key=lambda g: (g.mean is None, 0.0 if g.mean is None else g.mean if lower else -g.mean))
-    return keys, groups
+    return keys, missing_last(groups, lambda g: g.mean, descending=not lower)
 
 
 def metric_field(metric: str | Field) -> Field:

@@ -20,7 +20,7 @@ from itertools import zip_longest
 from typing import Any
 
 from ..store import codec
-from ..values import is_chat, is_number
+from ..values import is_chat, is_number, missing_last
 from .names import unknown
 
 # -- column types, as readers show them --
@@ -325,11 +325,13 @@ def sort_samples(
         numbers = [v for c in names if is_number(v := cell(sample, c)) and not _empty(v)]
         return math.fsum(numbers) if numbers else None
 
-    present = [s for s in samples if not _empty(value(s))]
-    empty = [s for s in samples if _empty(value(s))]
-    numbers = all(isinstance(value(s), (int, float)) for s in present)
-    key = (lambda s: float(value(s))) if numbers else (lambda s: cell_text(value(s)))
-    return sorted(present, key=key, reverse=descending) + empty
+    numbers = all(isinstance(v, (int, float)) for s in samples if not _empty(v := value(s)))
+
+    def key(sample: dict[str, Any]) -> Any:
+        v = value(sample)
+        return None if _empty(v) else float(v) if numbers else cell_text(v)
+
+    return missing_last(samples, key, descending)
 
 
 #: control characters (C0 but newline and tab, DEL, C1): a terminal would act on them

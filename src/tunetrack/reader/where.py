@@ -36,7 +36,7 @@ from ..config.names import ALIASES
 from ..errors import AmbiguousName
 from ..metric_keys import minimized, spelled, spellings
 from ..store.memory import no_cyclic_gc
-from ..values import is_number
+from ..values import is_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 
 if TYPE_CHECKING:
@@ -343,21 +343,13 @@ def sort(text: str) -> Sort:
 
 def ordered(items: Sequence[Any], by: Sort, lookup: Callable[[Any], Lookup]) -> list[Any]:
     """``items`` ordered by one field; a missing value (or one of another type than the first) comes
-    last either way, as pandas' ``sort_values`` puts NaN; the order is stable."""
+    last either way (``values.missing_last``)."""
 
-    def rank(item: Any) -> tuple[int, Any]:
+    def value(item: Any) -> Any:
         v = lookup(item)(by.field)
-        if v is MISSING or v is None or (isinstance(v, float) and v != v) or isinstance(v, (list, dict)):
-            return 2, 0
-        return (0, v) if is_number(v) else (1, str(v))
+        return None if v is MISSING else v
 
-    present = [(rank(item), item) for item in items]
-    kinds = {r[0] for r, _ in present if r[0] < 2}
-    kind = min(kinds) if kinds else 0  # numbers, else text; the rest after them
-    keep = [(r, item) for r, item in present if r[0] == kind]
-    rest = [item for r, item in present if r[0] != kind]
-    keep.sort(key=lambda p: p[0][1], reverse=by.descending)
-    return [item for _, item in keep] + rest
+    return missing_last(items, value, by.descending)
 
 
 # -- what a run has -------------------------------------------------------------------------------

@@ -167,3 +167,37 @@ def test_missing_sorts_last_the_same_way_everywhere():
         assert [s["row"]["r"] for s in samples][:3] == want[:3] and samples[3]["row"]["r"] is None
     groups = [Group({"lr": i}, values=[] if v is None or v != v else [v]) for i, v in enumerate(values)]
     assert [g.mean for g in missing_last(groups, lambda g: g.mean)] == [1.0, 2.0, 3.0, None, None]
+
+
+def test_the_agents_tools_read_best_as_the_cli_does(root):
+    """``list_runs`` and ``compare_runs`` take ``--where``'s language and each key's best direction
+    (``best``: ``KEY:min|max``) the way ``ls`` and ``compare`` do, and answer the same runs in the
+    same order with the same best."""
+    import json
+
+    from tunetrack.agents.mcp_server import Tools
+
+    ids = []
+    for i, rewards in enumerate([[1.0, 5.0], [2.0, 3.0], [0.5, 4.0]]):
+        t = Tracker(dir=root, name=f"g{i}", config={"lr": i}, system=False).start()
+        for step, r in enumerate(rewards):
+            t.log({"reward": r}, step=step)
+        t.finish()
+        ids.append(t.id)
+    tools = Tools(root)
+    orders = []
+    for flags in ([], ["reward:min"]):
+        best = [f for way in flags for f in ("--best", way)]
+        ls = CliRunner().invoke(
+            cli,
+            ["ls", "--dir", str(root), "--where", "config.lr < 2", "--sort", "reward:best", *best, "--json"],
+        )
+        assert ls.exit_code == 0, ls.output
+        by_cli = [r["id"] for r in json.loads(ls.stdout)]
+        answer = json.loads(tools.list_runs(where="config.lr < 2", sort="reward:best", best=flags))
+        assert [r["id"] for r in answer["runs"]] == by_cli
+        orders.append(by_cli)
+        compared = json.loads(tools.compare_runs(ids, ["reward"], best=flags))
+        listed = {r["id"]: r["summary"]["reward"]["best"] for r in json.loads(ls.stdout)}
+        assert [c["best"] for c in compared["metrics"]["reward"][:2]] == [listed[i] for i in ids[:2]]
+    assert orders == [[ids[1], ids[0]], [ids[0], ids[1]]]  # best 3 < 5 by max; 1 < 2 by min

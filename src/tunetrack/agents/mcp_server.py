@@ -25,7 +25,7 @@ from ..reader.names import metric_key, unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
 from ..reader.where import MISSING, grep_error, ordered
 from ..reader.where import sort as parse_sort
-from ..sql.tables import json_safe
+from ..sql.schema import json_safe
 
 #: what the server tells an agent about itself
 INSTRUCTIONS = (

@@ -20,7 +20,7 @@ from ..config import names
 from ..errors import AmbiguousName
 from ..values import is_number
 from .as_json import provenance
-from .console import Line
+from .console_log import Line
 from .names import config_key
 from .run import Run
 from .samples import IMAGE, cell_text, merge_columns, select, steps_of, visible

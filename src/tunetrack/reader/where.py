@@ -35,7 +35,7 @@ from .. import aggregates
 from ..config.names import ALIASES
 from ..errors import AmbiguousName
 from ..metric_keys import minimized, spelled, spellings
-from ..store.memory import no_cyclic_gc
+from ..store.gc_pause import no_cyclic_gc
 from ..values import is_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import TunetrackError, one_line
 from ..reader import Run, list_runs
 from ..reader.parquet import PARQUET_TABLES, split
-from .tables import BUILDERS, TABLES, empty, params_wide_table
+from .schema import BUILDERS, TABLES, empty, params_wide_table
 
 if TYPE_CHECKING:
     import duckdb

@@ -37,7 +37,7 @@ from .channel import Channel
 from .fanout import BackendRunner
 from .images import encode_png
 from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample, Table
-from .tables import convert
+from .samples import convert
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
 BATCH_VALUES = 65_536
@@ -440,7 +440,7 @@ class Writer(threading.Thread):
 
     def _write_table(self, table: Table) -> None:
         """Convert, store and mirror one table of samples. Whatever the caller handed over is stored
-        as well as it can be (``writer.tables``); what was odd is warned about once per key."""
+        as well as it can be (``writer.samples``); what was odd is warned about once per key."""
         try:
             converted = convert(table.key, table.step, table.time, table.rows)
         except Exception as exc:  # an object that cannot even be iterated: nothing to store

@@ -5,7 +5,7 @@ The commands parse arguments and call the read API (``tunetrack.reader``, which 
 notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export``):
 
 - ``reading``: ``ls``, ``show``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
-- ``managing``: ``tag``, ``rename``, ``note``, ``rm``
+- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``

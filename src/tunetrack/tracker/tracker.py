@@ -29,8 +29,8 @@ from ..values import FAST_TYPES, snapshot
 from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
 from .alerting import Alerting
-from .console import ConsoleCapture
-from .console import start as capture_console
+from .console_capture import ConsoleCapture
+from .console_capture import start as capture_console
 from .editing import Editing
 from .launch import RankInfo, job_id, rank_info, role_of
 from .media import Media

@@ -128,7 +128,7 @@ class Writer(threading.Thread):
         self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
         self._store: Store | None = None  # the store the files are in (the run's Parquet copy goes there)
-        #: told where this process's console file is once its files are open (``tracker.console``)
+        #: told where this process's console file is once its files are open (``tracker.console_capture``)
         self.console_sink: Callable[[Path], None] | None = None
         #: set once the files are open, or it is settled that they never will be (a job never published)
         self.settled = threading.Event()

@@ -23,7 +23,7 @@ from tunetrack import failures
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run
 from tunetrack.redact import REDACTED, redact_text
-from tunetrack.writer.console import MAX_LINE, Lines, overlay
+from tunetrack.writer.console_recorder import MAX_LINE, Lines, overlay
 
 ON = {"TUNETRACK_CONSOLE": "1"}
 

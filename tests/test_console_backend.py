@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tunetrack.backends import Backend, ConsoleBackend, RunInfo
-from tunetrack.backends.console import format_value
+from tunetrack.backends.stdout import format_value
 
 WHEN = 1767348000.0  # 2026-01-02 10:00:00 UTC
 STAMP = "[2026-01-02 10:00:00]"

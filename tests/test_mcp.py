@@ -110,7 +110,7 @@ def test_every_read_tool_answers_compactly(store):
     assert series["count"] == 1000 and len(series["steps"]) <= 40 and 517 in series["steps"]  # the spike kept
     assert metrics[0]["keys"] == alpha.keys() and metrics[1]["run"] == beta.id
     assert compared["config_diff"] == {"lr": ["0.001", "0.0003"], "m.d": ["2", None]}
-    assert compared["metrics"]["loss"][1] == {"last": 1.5, "min": 1.5, "max": 1.5}
+    assert compared["metrics"]["loss"][1] == {"last": 1.5, "min": 1.5, "max": 1.5, "best": 1.5}
     assert rows["row_count"] == 2 and rows["shown"] == 1 and rows["rows"] == [{"run": beta.id, "lowest": 1.5}]
     assert logs["lines"] == [] and logs["note"].startswith("no console lines recorded")  # console off
 

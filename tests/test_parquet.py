@@ -125,7 +125,7 @@ def test_duckdb_and_polars_read_the_folder_as_open_run_shows_it(store):
 
 
 def test_query_reads_current_copies_and_the_records_of_the_rest(store, tmp_path, monkeypatch):
-    from tunetrack.sql import tables
+    from tunetrack.sql import schema as tables
 
     built = []
     builder = tables.BUILDERS["metrics"]

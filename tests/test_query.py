@@ -305,7 +305,7 @@ def test_formats_round_trip(store, tmp_path):
 
 
 def test_only_the_tables_named_are_built(store, monkeypatch):
-    from tunetrack.sql import tables
+    from tunetrack.sql import schema as tables
 
     built = []
     for name, builder in list(tables.BUILDERS.items()):
@@ -331,7 +331,7 @@ def test_without_duckdb_the_error_is_the_pip_command(store, monkeypatch):
 def test_the_docs_list_the_tables_as_the_code_does():
     from pathlib import Path
 
-    from tunetrack.sql.tables import markdown
+    from tunetrack.sql.schema import markdown
 
     assert markdown() in (Path(__file__).resolve().parents[1] / "docs" / "query.md").read_text()
 

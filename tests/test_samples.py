@@ -22,7 +22,7 @@ from tunetrack import Tracker
 from tunetrack.reader import open_run
 from tunetrack.reader.samples import select
 from tunetrack.store import codec
-from tunetrack.writer.tables import MAX_TEXT
+from tunetrack.writer.samples import MAX_TEXT
 
 PROMPT = "Solve the following problem and explain each step of your reasoning: what is 17 times 23?"
 

@@ -14,7 +14,7 @@ _LAZY = {
     "Tracker": ("tunetrack.tracker", "Tracker"),
     "Backend": ("tunetrack.backends.base", "Backend"),
     "RunInfo": ("tunetrack.backends.base", "RunInfo"),
-    "ConsoleBackend": ("tunetrack.backends.console", "ConsoleBackend"),
+    "ConsoleBackend": ("tunetrack.backends.stdout", "ConsoleBackend"),
     "list_runs": ("tunetrack.reader", "list_runs"),
     "open_run": ("tunetrack.reader", "open_run"),
     "TunetrackWarning": ("tunetrack._warnings", "TunetrackWarning"),
@@ -26,7 +26,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from ._warnings import TunetrackWarning
     from .backends.base import Backend, RunInfo
-    from .backends.console import ConsoleBackend
+    from .backends.stdout import ConsoleBackend
     from .reader import list_runs, open_run
     from .sql import query
     from .states import STATES

@@ -21,6 +21,8 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .values import is_finite_number
+
 #: the order of the stored list
 FIELDS = ("count", "last", "step", "time", "min", "min_step", "max", "max_step")
 COUNT, LAST, STEP, TIME, MIN, MIN_STEP, MAX, MAX_STEP = range(len(FIELDS))
@@ -33,6 +35,20 @@ AGGREGATES = ("last", "min", "max", "best")
 Agg = list  # [count, last, step, time, min, min_step, max, max_step]
 #: a run of points: a list, an ``array`` (the writer's, decoded without NumPy) or a NumPy array (a reader's)
 Points = Any
+
+
+def parse_spec(spec: str, at: str = "") -> tuple[str, str | None]:
+    """``KEY[:AGG]`` (``eval/loss:min``) as ``(key, aggregate)``, the aggregate None where no colon
+    follows the key. The one parser of the spelling: ``--where`` and ``--sort``, ``--metric``, the
+    dashboard's columns and the agents' tools all read it here, and a part after the last colon that
+    names no aggregate is the one ``ValueError`` they all word alike (``at`` says where it was:
+    `` at column 7``)."""
+    key, sep, agg = spec.rpartition(":")
+    if not sep:
+        return spec, None
+    if agg not in AGGREGATES:
+        raise ValueError(f"unknown aggregate {agg!r}{at} (use {', '.join(AGGREGATES)})")
+    return key, agg
 
 
 def chunk(steps: Points, times: Points, values: Points) -> Agg | None:
@@ -69,19 +85,12 @@ def _py_extremes(steps: Sequence[int], values: Sequence[Any]) -> list[Any]:
     else:
         nums = [v if type(v) in (int, float) else math.nan for v in values]  # bools and text: no number
     lo, hi = min(nums), max(nums)
-    if not (_finite(lo) and _finite(hi)):
-        finite = [v for v in nums if _finite(v)]
+    if not (is_finite_number(lo) and is_finite_number(hi)):
+        finite = [v for v in nums if is_finite_number(v)]
         if not finite:
             return [None, None, None, None]
         lo, hi = min(finite), max(finite)
     return [lo, int(steps[nums.index(lo)]), hi, int(steps[nums.index(hi)])]
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int too large for a float is still a finite number
-        return True
 
 
 def _np_extremes(steps: Any, values: Any) -> list[Any]:

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .values import is_number
+
 
 def check_name(name: object) -> str:
     """A run's name: non-empty text on one line (surrounding blanks dropped)."""
@@ -113,7 +115,11 @@ def fold(run_json: dict[str, Any], edits: Iterable[tuple[str, dict[str, Any]]]) 
     name = run_json.get("name")
     tags = [str(t) for t in run_json.get("tags") or []]
     out = Identity(str(name) if name else None, tags)
-    valid = [(key, body) for key, body in edits if isinstance(body, dict) and _number(body.get("time"))]
+    valid = [
+        (key, body)
+        for key, body in edits
+        if isinstance(body, dict) and is_number(t := body.get("time")) and t == t
+    ]
     for _, body in sorted(valid, key=lambda e: (float(e[1]["time"]), e[0])):
         applied = _apply(out, body)
         if applied:
@@ -137,10 +143,6 @@ def _apply(identity: Identity, body: dict[str, Any]) -> bool:
     if note is not None:
         identity.notes.append({"time": body["time"], "by": body.get("by"), "text": note})
     return True
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 __all__ = ["Identity", "check_name", "check_note", "check_tag", "fold", "new_edit", "tag_changes"]

@@ -8,6 +8,14 @@ bad value in ``strict`` mode.
 from __future__ import annotations
 
 
+def one_line(exc: BaseException) -> str:
+    """What a user is told of an error: its message's first line (or the exception's name when it has
+    none). The one wording of a failure for the command line, the dashboard's answers, the agents'
+    tools and the object store's errors, so the same mistake reads the same wherever it is made."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 class TunetrackError(LookupError):
     """Base class for every error tunetrack raises on purpose."""
 

@@ -13,10 +13,11 @@ them into summary statistics first (``summarize_arrays``).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeGuard, TypeVar
 
 from .errors import InvalidValue
 
@@ -25,6 +26,54 @@ from .errors import InvalidValue
 FAST_TYPES: set[type] = {float, int, bool, str, type(None)}
 #: What the store keeps: a value of another type is converted (``to_plain``) or dropped.
 PLAIN_TYPES = (float, int, bool, str, type(None))
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a number as a metric, a config value or a cell holds one: an int or a
+    float, never a bool (``True`` is ``1`` to Python, not to a table, a filter or a chart). The one
+    test every reader, view and adapter uses, so none counts a flag as a number and another not."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_finite_number(value: Any) -> TypeGuard[float]:
+    """``is_number`` and neither NaN nor ±Inf (an int too large for a float is still finite): what a
+    chart, a mean or a JSON answer can hold."""
+    if not is_number(value):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return True
+
+
+def is_chat(value: object) -> TypeGuard[list[Mapping[str, Any]]]:
+    """Whether a logged value is a conversation: a non-empty list of messages, each a mapping with a
+    ``role`` (``{"role": "user", "content": ...}``). The writer stores one as messages and every
+    reader shows one as ``role: content`` lines, so both must agree on what one is."""
+    return (
+        isinstance(value, list) and bool(value) and all(isinstance(m, Mapping) and "role" in m for m in value)
+    )
+
+
+T = TypeVar("T")
+
+
+def missing_last(items: Sequence[T], value: Callable[[T], Any], descending: bool = False) -> list[T]:
+    """``items`` ordered by ``value(item)``, stable, with what has no place in the order last in
+    either direction (as pandas' ``sort_values`` puts NaN): None, NaN, a list or dict, and a value of
+    another kind than the first kind present (numbers come before text). The one ordering of
+    ``ls --sort``, ``samples --sort``, the agents' ``list_runs`` and ``compare --group-by``'s groups."""
+    ranked: list[tuple[int, Any, T]] = []
+    for item in items:
+        v = value(item)
+        if v is None or (isinstance(v, float) and v != v) or isinstance(v, (list, dict)):
+            ranked.append((2, 0, item))
+        else:
+            ranked.append((0, v, item) if is_number(v) else (1, str(v), item))
+    kind = min((k for k, _, _ in ranked if k < 2), default=0)  # numbers, else text
+    keep = [(v, item) for k, v, item in ranked if k == kind]
+    keep.sort(key=lambda p: p[0], reverse=descending)
+    return [item for _, item in keep] + [item for k, _, item in ranked if k != kind]
 
 
 class Unsupported:

@@ -88,7 +88,7 @@ def test_engines_read_the_bucket_and_agree_with_open_run(s3_url: str):
 
 
 def test_query_over_the_bucket_gives_the_folder_s_rows(s3_url: str, tmp_path: Path, monkeypatch):
-    from tunetrack.sql import tables
+    from tunetrack.sql import schema as tables
 
     record(s3_url)
     record(tmp_path / "runs")

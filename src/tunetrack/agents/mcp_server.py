@@ -17,15 +17,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .. import metric_keys
-from ..errors import TunetrackError
+from .. import aggregates, metric_keys
+from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.names import metric_key, unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
 from ..reader.where import MISSING, grep_error, ordered
 from ..reader.where import sort as parse_sort
-from ..sql.tables import json_safe
+from ..sql.schema import json_safe
 
 #: what the server tells an agent about itself
 INSTRUCTIONS = (
@@ -122,14 +122,19 @@ class Tools:
         where: str | None = None,
         sort: str = "created",
         limit: int = 20,
+        best: list[str] | None = None,
     ) -> str:
         """Runs, newest first, filtered by project, state, tag and ``where`` (``tunetrack ls --where``'s
         language: ``config.lora.r >= 16 and eval/loss:min < 0.7``); ``sort``: ``created``, ``name``, or
         a field as ``ls --sort`` takes it (``eval_loss:min``, ``reward:best:desc``, ``config.lr``), runs
-        without it last; at most ``limit``. A name no run has is an error naming the closest."""
+        without it last; at most ``limit``. ``best``: ``KEY:min|max`` where a key's best is not the
+        default (the min for losses, else the max), as ``ls --best``. A name no run has is an error
+        naming the closest."""
         order = None if sort in ("created", "name") else parse_sort(sort)
         fields = [str(order.field)] if order is not None and order.field.kind in ("metric", "config") else []
-        chosen = sweeps.select(self.catalog, self.configs, where, (), fields, project, state)
+        chosen = sweeps.select(
+            self.catalog, self.configs, where, (), fields, project, state, aggregates.directions(best)
+        )
         rows = [r for r in chosen.rows if tag is None or tag in r["tags"]]
         if sort == "name":
             rows.sort(key=lambda r: r["name"])
@@ -311,13 +316,18 @@ class Tools:
             }
         )
 
-    def compare_runs(self, runs: list[str], keys: list[str] | None = None) -> str:
+    def compare_runs(
+        self, runs: list[str], keys: list[str] | None = None, best: list[str] | None = None
+    ) -> str:
         """Config differences between runs (only the keys whose values differ) and a metric table:
-        each key's last, min and max per run (``keys``, or the losses every run shares; a key may be
-        spelled as another framework spells it, and one no run has is an error naming the closest)."""
+        each key's last, min, max and best (the min for losses, else the max; ``best``:
+        ``KEY:min|max`` where that is wrong for a key, as ``tunetrack compare --best``) per run
+        (``keys``, or the losses every run shares; a key may be spelled as another framework spells
+        it, and one no run has is an error naming the closest)."""
         opened = [self.catalog.open(ref) for ref in runs]
         _require(keys or [], opened)
-        summaries = [r.summary() for r in opened]
+        ways = aggregates.directions(best)
+        summaries = [r.summary(ways) for r in opened]
         if keys is None:
             common = set.intersection(*(set(s) for s in summaries)) if summaries else set()
             keys = metric_keys.loss_columns(common) or sorted(common)[:10]
@@ -331,7 +341,7 @@ class Tools:
                 "runs": [{"id": r.id, "name": r.name, "state": r.state} for r in opened],
                 "config_diff": {key: values for key, values in differing([r.flat_config for r in opened])},
                 "metrics": {
-                    key: [{f: stat(s, key, f) for f in ("last", "min", "max")} for s in summaries]
+                    key: [{f: stat(s, key, f) for f in ("last", "min", "max", "best")} for s in summaries]
                     for key in keys
                 },
             }
@@ -422,8 +432,7 @@ def _answering(fn: Callable[..., str], error: type[Exception]) -> Callable[..., 
         try:
             return fn(*args, **kwargs)
         except (TunetrackError, ValueError, ImportError, OSError) as exc:
-            text = str(exc).strip()
-            raise error(text.splitlines()[0] if text else type(exc).__name__) from None
+            raise error(one_line(exc)) from None
 
     return tool
 

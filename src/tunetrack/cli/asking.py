@@ -33,7 +33,7 @@ def query_command(sql: str, dir: str | None, fmt: str, output: str | None) -> No
     Only one query is run (SELECT, WITH, DESCRIBE, SHOW, EXPLAIN); it reads no file and writes nothing.
     """
     from ..sql import run_sql
-    from . import export, tables
+    from . import export, printing
 
     if fmt == "parquet" and output is None:
         raise click.UsageError("--format parquet writes a file: give -o FILE")
@@ -41,7 +41,7 @@ def query_command(sql: str, dir: str | None, fmt: str, output: str | None) -> No
     if fmt == "table":
         if output is not None:
             raise click.UsageError("-o is for csv, json and parquet")
-        tables.console().print(tables.result_table(result))
+        printing.console().print(printing.result_table(result))
         return
     count = export.write_result(result, fmt, output)
     if output is not None:

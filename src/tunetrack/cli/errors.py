@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import click
 
-from ..errors import TunetrackError
+from ..errors import TunetrackError, one_line
 
 
 def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -36,11 +36,6 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             ) from None
 
     return wrapper
-
-
-def one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class OneLineUsageError(click.UsageError):

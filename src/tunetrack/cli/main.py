@@ -2,10 +2,10 @@
 the console-script entry point.
 
 The commands parse arguments and call the read API (``tunetrack.reader``, which also renames, tags,
-notes and deletes runs) and the output helpers (``tables``, ``plot``, ``export``):
+notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export``):
 
 - ``reading``: ``ls``, ``show``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
-- ``managing``: ``tag``, ``rename``, ``note``, ``rm``
+- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``

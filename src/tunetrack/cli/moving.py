@@ -31,14 +31,14 @@ def sync_command(destination: str, dir: str | None, runs: tuple[str, ...]) -> No
     completed by a later call; nothing is sent twice.
     """
     from ..manage.sync import count_runs, sources_for, sync
-    from . import tables
+    from . import printing
 
     sources = [s for s in sources_for(destination, dir) if str(s) != destination.rstrip("/")]
     if not sources:
         raise click.ClickException(f"nothing to copy to {destination}: no local store here (use --dir)")
     failed = False
     for source in sources:
-        with tables.progress(f"{source} -> {destination}", count_runs(source, runs)) as advance:
+        with printing.progress(f"{source} -> {destination}", count_runs(source, runs)) as advance:
             report = sync(source, destination, runs, on_run=advance, lenient=len(sources) > 1)
         click.echo(f"{source} -> {destination}: {report}")
         failed = failed or bool(report.errors)
@@ -65,12 +65,12 @@ def sync_backend_command(runs: list[str], backend: str, dir: str | None) -> None
     """
     from ..bridges.replay import replay
     from ..reader import open_run
-    from . import tables
+    from . import printing
 
     for ref in runs:
         run = open_run(ref, dir=dir)
         total = sum(1 for _ in run.rows()) + sum(1 for _ in run.system_rows())
-        with tables.progress(f"{run.id} -> {backend}", total) as advance:
+        with printing.progress(f"{run.id} -> {backend}", total) as advance:
             done = replay(run, backend, on_rows=lambda n: advance(by=n))
         click.echo(f"{run.id} -> {backend}: {done}")
 
@@ -95,10 +95,10 @@ def _import(source: str, runs: Any, dir: str | None, project: str | None) -> Non
     """Import ``runs`` (a source's ``SourceRun`` iterator), one line per run, then a count."""
     from ..bridges.importers import import_runs
     from ..reader import store_name
-    from . import tables
+    from . import printing
 
     counts: dict[str, int] = {}
-    with tables.progress(f"import {source}", None) as advance:
+    with printing.progress(f"import {source}", None) as advance:
         for done in import_runs(runs, dir, project):
             advance()
             outcome = done.outcome.split(":")[0]

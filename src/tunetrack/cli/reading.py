@@ -1,5 +1,5 @@
 """The commands that read runs and print or write them: ``ls``, ``show``, ``diff``, ``export``,
-``samples`` and ``report``. The tables are ``tables``, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
+``samples`` and ``report``. The tables are ``printing``'s, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def ls_command(
     """List runs, newest first (or by --sort), with their state, last step and last loss."""
     from ..reader import list_runs, no_project, run_json, store_name
     from ..reader.where import select
-    from . import export, tables
+    from . import export, printing
 
     listed = list_runs(dir, project=project, state=state, tags=list(tags))
     if project is not None and not listed and (missing := no_project(dir, project)):
@@ -74,7 +74,7 @@ def ls_command(
         filtered = " matching the filters" if (project or state or tags or where) else ""
         click.echo(f"no runs{filtered} in {store_name(dir)}")
     else:
-        tables.console().print(tables.runs_table(runs, latest))
+        printing.console().print(printing.runs_table(runs, latest))
 
 
 @click.command("compare")
@@ -113,7 +113,7 @@ def compare_command(
     from ..reader import list_runs, no_project, open_run, store_name
     from ..reader.groups import group_runs
     from ..reader.where import select
-    from . import export, tables
+    from . import export, printing
 
     if runs and project:
         raise click.UsageError("give RUNS or --project, not both")
@@ -131,7 +131,7 @@ def compare_command(
     if as_json:
         click.echo(export.dumps({"keys": keys, "metric": metric, "groups": [g.as_json() for g in groups]}))
     else:
-        tables.console().print(tables.groups_table(keys, metric, groups))
+        printing.console().print(printing.groups_table(keys, metric, groups))
 
 
 @click.command("show")
@@ -144,11 +144,11 @@ def show_command(run: str, dir: str | None, full: bool, as_json: bool) -> None:
     """Show one run: metadata and its samples, the config keys that matter, summary, the last events,
     the main system metrics, the error and the console lines before it, a plot of the main metrics."""
     from ..reader import open_run, run_json
-    from . import export, tables
+    from . import export, printing
 
     r = open_run(run, dir=dir)
     if not as_json:
-        tables.show(r, full)
+        printing.show(r, full)
         return
     record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
     click.echo(export.dumps(record))
@@ -186,7 +186,7 @@ def logs_command(
     from .. import states
     from ..reader import open_run
     from ..reader.as_text import line_text
-    from ..reader.console import select
+    from ..reader.console_log import select
     from ..reader.where import grep_error
 
     try:
@@ -224,14 +224,14 @@ def diff_command(run_a: str, run_b: str, dir: str | None) -> None:
     """Config differences between two runs: keys only in A, only in B, and changed values."""
     from ..config import diff
     from ..reader import open_run
-    from . import tables
+    from . import printing
 
     a, b = open_run(run_a, dir=dir), open_run(run_b, dir=dir)
     rows = diff([a.flat_config, b.flat_config])
     if not rows:
         click.echo(f"{a.id} and {b.id} have the same config")
         return
-    tables.console().print(tables.diff_table(a, b, rows))
+    printing.console().print(printing.diff_table(a, b, rows))
 
 
 @click.command("export")
@@ -252,7 +252,7 @@ def export_command(run: str, dir: str | None, fmt: str, output: str | None, syst
     empty cell.
     """
     from ..reader import open_run
-    from . import export, tables
+    from . import export, printing
 
     if fmt == "parquet":
         export.require_parquet()  # before reading the run: fail fast, with the pip command
@@ -263,8 +263,8 @@ def export_command(run: str, dir: str | None, fmt: str, output: str | None, syst
         rows, fields = list(r.rows()), ["step", "time", *r.keys()]
     if fmt == "parquet":
         output = output or f"{r.id}{'-system' if system else ''}.parquet"
-    with tables.progress(f"exporting {r.id}", len(rows)) as advance:
-        count = export.write(tables.counted(rows, advance), fields, fmt, output)
+    with printing.progress(f"exporting {r.id}", len(rows)) as advance:
+        count = export.write(printing.counted(rows, advance), fields, fmt, output)
     if output is not None:  # on stdout the rows are the answer; into a file, say what was written
         click.echo(f"wrote {count} rows to {output}", err=True)
 
@@ -304,7 +304,7 @@ def samples_command(
     from ..reader.as_text import samples_listed
     from ..reader.samples import select, step_of, steps_of
     from ..reader.where import grep_error
-    from . import export, tables
+    from . import export, printing
 
     if step is not None and last:
         raise click.UsageError("give --step or --last, not both")
@@ -330,8 +330,8 @@ def samples_command(
         click.echo(f"no rows match {asked} ({len(r.samples(key, step)):,} rows {where})")
         return
     shown = chosen[: limit or SAMPLES_SHOWN]
-    out = tables.console()
-    out.print(tables.samples_table(shown, several_keys=key is None and len(index) > 1))
+    out = printing.console()
+    out.print(printing.samples_table(shown, several_keys=key is None and len(index) > 1))
     if len(shown) < len(chosen):
         click.echo(f"{len(shown)} of {len(chosen)} rows shown (--limit N for more)")
 
@@ -358,7 +358,7 @@ def report_command(
     """
     from ..reader import open_run
     from ..ui import report
-    from . import tables
+    from . import printing
 
     opened = list({r.id: r for r in (open_run(ref, dir=dir) for ref in runs)}.values())
     path = output or report.filename(opened)
@@ -368,7 +368,7 @@ def report_command(
         raise click.ClickException(f"cannot write {path}: {exc.strerror or exc}") from None
     with out:
         try:
-            with tables.progress("report", report.chart_count(opened)) as advance:
+            with printing.progress("report", report.chart_count(opened)) as advance:
                 html = report.render(opened, advance, samples_key, samples_step)
         except BaseException:
             out.close()

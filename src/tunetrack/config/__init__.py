@@ -2,6 +2,6 @@
 handled as a tree (merged, flattened, compared). tunetrack's own settings are ``tunetrack.settings``."""
 
 from .capture import capture
-from .tree import MISSING, diff, flatten, merge, number, same, text
+from .tree import MISSING, diff, flatten, merge, number, same, setting, text
 
-__all__ = ["MISSING", "capture", "diff", "flatten", "merge", "number", "same", "text"]
+__all__ = ["MISSING", "capture", "diff", "flatten", "merge", "number", "same", "setting", "text"]

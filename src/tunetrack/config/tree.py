@@ -1,7 +1,8 @@
 """A run's config as a tree of nested dicts: merged as it grows, flattened to dotted keys, compared.
 
-The comparison is the one every view uses (``tunetrack diff``, the dashboard's compare and diff), so
-two runs never differ in one place and agree in another. Config values are data, not Python: ``True``
+The comparison is the one every view uses (``tunetrack diff``, ``compare --group-by``, the dashboard's
+compare, diff and groups, a sweep's varying keys), so two runs never differ in one place and agree in
+another. Config values are data, not Python: ``True``
 and ``1`` differ, ``NaN`` equals ``NaN`` (the same setting), and a key that is missing differs from a
 key set to ``None``.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 
@@ -54,19 +55,31 @@ def merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def setting(value: Any) -> Hashable:
+    """A hashable stand-in for a config value, equal for two values exactly when they are the same
+    setting: what runs are grouped by (a dict keyed by it), so a grouping and ``same`` cannot
+    disagree. ``1`` and ``1.0`` are one setting (a number), ``True`` and ``1`` are not (a flag is no
+    number), every NaN is one setting, and ``MISSING`` is only itself."""
+    if value is MISSING:
+        return (_Missing,)
+    if isinstance(value, bool):
+        return (bool, value)
+    if isinstance(value, float) and math.isnan(value):
+        return (float, "nan")
+    if isinstance(value, list):
+        return (list, tuple(setting(v) for v in value))
+    if isinstance(value, dict):
+        return (dict, frozenset((k, setting(v)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        return (object, repr(value))
+    return (None, value)  # numbers (1 == 1.0), text, None
+
+
 def same(a: Any, b: Any) -> bool:
-    """Whether two config values are the same setting (``MISSING`` is never the same as anything)."""
-    if a is MISSING or b is MISSING:
-        return a is b
-    if type(a) is not type(b) and (isinstance(a, bool) or isinstance(b, bool)):
-        return False  # True == 1 in Python, not in a config
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    return bool(a == b)
+    """Whether two config values are the same setting (``setting`` says what that is)."""
+    return setting(a) == setting(b)
 
 
 def diff(flats: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Any]]]:

@@ -2,7 +2,11 @@
 summary, events, metric series). Used by the CLI, the dashboard and users' notebooks; ``Catalog``
 keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``run_text`` its
 wording as people read it (``as_text``: the CLI's ``show``, the dashboard and the report), ``m4`` thins a
-series for drawing. Nothing here writes (``tunetrack.manage`` edits, deletes and copies runs)."""
+series for drawing. Nothing here writes a run (``tunetrack.manage`` edits, deletes and copies runs).
+What a listing read of ended runs is handed back to the store (``Store.keep_listed`` from
+``find.all_runs``, ``Store.keep`` from ``Catalog``): the store alone writes that cache beside the runs
+(``.listing.msgpack``, ``.rows.msgpack``, which nothing but readers reads and any reader rebuilds), or
+ignores it where its own index lists runs (a bucket)."""
 
 from ..states import STATES
 from .as_json import provenance, run_json

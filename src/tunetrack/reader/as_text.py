@@ -18,8 +18,9 @@ from typing import Any
 from .. import config, failures, states
 from ..config import names
 from ..errors import AmbiguousName
+from ..values import is_number
 from .as_json import provenance
-from .console import Line
+from .console_log import Line
 from .names import config_key
 from .run import Run
 from .samples import IMAGE, cell_text, merge_columns, select, steps_of, visible
@@ -286,7 +287,7 @@ def sample_cell(value: Any, kind: str, chars: int = SAMPLE_CHARS) -> str:
     ``role: content`` lines, an image as its file's name in the run; text cut by ``clip``."""
     if kind == IMAGE and isinstance(value, str):
         return f"(image {value})"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return number(value)
     return clip(cell_text(value), chars)
 

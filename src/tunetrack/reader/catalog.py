@@ -19,7 +19,7 @@ from typing import Any
 from .. import aggregates
 from ..metric_keys import LOSS_LIKE, minimized, spelled
 from ..store import layout
-from ..store.memory import no_cyclic_gc
+from ..store.gc_pause import no_cyclic_gc
 from .as_json import run_json
 from .find import find_run, keep, load, store_at
 from .run import Run

@@ -9,7 +9,7 @@ from typing import Any
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
 from ..store import Store, open_store
-from ..store.memory import no_cyclic_gc
+from ..store.gc_pause import no_cyclic_gc
 from .names import closest
 from .run import Run
 

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..config import same
+from ..config import same, setting
 from ..config.names import bookkeeping
 from ..metric_keys import minimized, spelled
+from ..values import is_finite_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
-from .where import MISSING, Field, Lookup, known_of, require, run_lookup
+from .where import Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
@@ -110,8 +111,7 @@ def group_runs(
     for group in groups:
         group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
     lower = {"min": True, "max": False}.get(what.agg, spelled(best).get(what.key, minimized(what.key)))
-    groups.sort(key=lambda g: (g.mean is None, 0.0 if g.mean is None else g.mean if lower else -g.mean))
-    return keys, groups
+    return keys, missing_last(groups, lambda g: g.mean, descending=not lower)
 
 
 def metric_field(metric: str | Field) -> Field:
@@ -132,7 +132,7 @@ def partition(
     keys = group_keys(by, flat_configs)
     every = _names(by) == [ALL_BUT_SEED]
     found: set[str] = set()
-    groups: dict[str, Group] = {}
+    groups: dict[tuple[Any, ...], Group] = {}
     for item, flat in zip(items, flat_configs):
         key = {}
         for k in keys:
@@ -140,7 +140,8 @@ def partition(
             key[k] = None if real is None else flat[real]
             if real is not None:
                 found.add(k)
-        groups.setdefault(repr(sorted(key.items(), key=lambda kv: kv[0])), Group(key)).runs.append(item)
+        same_setting = tuple(setting(key[k]) for k in keys)  # 1 and 1.0 in one group, as diff has it
+        groups.setdefault(same_setting, Group(key)).runs.append(item)
     missing = [] if every else [k for k in keys if k not in found]
     if missing and items:
         known = [
@@ -161,7 +162,6 @@ def values_of(items: Sequence[Any], lookup: Callable[[Any], Lookup], what: Field
     out = []
     for item in items:
         value = lookup(item)(what)
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if value is not MISSING and number and math.isfinite(value):
+        if is_finite_number(value):
             out.append(float(value))
     return out

@@ -18,6 +18,7 @@ from fnmatch import translate
 from functools import cache
 from typing import Any
 
+from .. import aggregates
 from ..config import same
 from ..config.names import ALIASES, patterns
 from ..errors import AmbiguousName, UnknownName
@@ -105,8 +106,11 @@ def unknown(
     aggregate (``:best``) and a config key's ``config.`` are kept out of the likeness and put back."""
     prefix = "config." if name.startswith("config.") else ""
     base = name[len(prefix) :]
-    base, colon, agg = base.rpartition(":") if what == "metric" and ":" in base else (base, "", "")
-    suffix = f"{colon}{agg}"
+    suffix = ""
+    if what == "metric":
+        with contextlib.suppress(ValueError):  # a colon that names no aggregate is part of the key
+            base, agg = aggregates.parse_spec(base)
+            suffix = f":{agg}" if agg else ""
     known = [k[len(prefix) :] if prefix and k.startswith(prefix) else k for k in known]
     close = [f"{prefix}{k}{suffix}" for k in closest(base, known)]
     close += [k for k in _closest_of(base, other) if k not in close]

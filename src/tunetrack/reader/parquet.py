@@ -19,7 +19,7 @@ from typing import Any
 
 from ..store import layout
 from .run import Run
-from .tables import BUILDERS
+from .sql_tables import BUILDERS
 
 #: the tables a run keeps as Parquet (``metrics``, ``system``, ``params``)
 PARQUET_TABLES = layout.PARQUET_TABLES

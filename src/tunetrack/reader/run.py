@@ -20,8 +20,8 @@ from ..metric_keys import minimized, spelled
 from ..store import codec
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
-from . import console, from_ends
-from .console import Failure, Line, ProcessConsole
+from . import console_log as console, from_ends
+from .console_log import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .names import metric_key, unknown
 from .processes import LISTED_META, Process, latest_primary, listed_processes, processes, run_state
@@ -463,7 +463,7 @@ class Run:
         grep: str | None = None,
         tail: int | None = None,
     ) -> list[Line]:
-        """What the run's processes printed (``reader.console.Line``: time, stream, text, host, rank),
+        """What the run's processes printed (``reader.console_log.Line``: time, stream, text, host, rank),
         in time order: the lines of one global ``rank``, printed at or after ``since`` (unix time),
         matching the regular expression ``grep``, the last ``tail`` of them. The last lines alone
         are read from the end of each process's console, the rest once and then as it grows."""

@@ -20,6 +20,7 @@ from itertools import zip_longest
 from typing import Any
 
 from ..store import codec
+from ..values import is_chat, is_finite_number, is_number, missing_last
 from .names import unknown
 
 # -- column types, as readers show them --
@@ -113,7 +114,7 @@ def _type_of(value: Any) -> str:
         return BOOL
     if isinstance(value, (int, float)):
         return NUMBER
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+    if is_chat(value):
         return CHAT
     return TEXT
 
@@ -158,7 +159,7 @@ def cell_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "role" in m for m in value):
+    if is_chat(value):
         return "\n".join(f"{m.get('role')}: {cell_text(m.get('content'))}" for m in value)
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
@@ -241,6 +242,66 @@ def pairs(
 
 
 # -- selecting ---------------------------------------------------------------------------------------
+def column_means(tables: Iterable[SampleTable], column: str) -> tuple[list[int], list[float]]:
+    """``(steps, means)``: the mean of a numeric ``column`` at each step of ``tables`` (a run's tables
+    of one key) where it holds a finite number; the curve of a reward column the dashboard draws."""
+    by_step: dict[int, list[float]] = {}
+    for table in tables:
+        if table.columns().get(column) != NUMBER:
+            continue
+        values = by_step.setdefault(table.step, [])
+        values += [row[column] for row in table.rows() if is_finite_number(row.get(column))]
+    steps = sorted(s for s, v in by_step.items() if v)
+    return steps, [sum(by_step[s]) / len(by_step[s]) for s in steps]
+
+
+def prompt_of(samples: Sequence[dict[str, Any]], index: int) -> str:
+    """The prompt of the row ``index`` among ``samples``; a ``LookupError`` when there is no such row
+    or it has no prompt."""
+    row = next((s["row"] for s in samples if s["index"] == index), None)
+    text = None if row is None else prompt_text(row)
+    if text is None:
+        raise LookupError("no such row, or it has no prompt")
+    return text
+
+
+@dataclass
+class SideBySide:
+    """Two runs' samples of one step matched by prompt (``side_by_side``)."""
+
+    columns: dict[str, str]
+    #: the prompts of the first run's rows that the second has too, in the first run's order
+    prompts: list[str]
+    #: the prompt shown (None for tables without prompts: the rows pair in order)
+    prompt: str | None
+    #: each run's rows of that prompt
+    chosen: tuple[list[dict[str, Any]], list[dict[str, Any]]]
+
+    @property
+    def completion_column(self) -> str | None:
+        return completion_column(self.columns)
+
+
+def side_by_side(
+    a: Sequence[SampleTable],
+    b: Sequence[SampleTable],
+    prompt: str | None = None,
+    like_index: int | None = None,
+) -> SideBySide:
+    """Two runs' tables of one key at one step, matched by prompt: the prompt of the first run's row
+    ``like_index``, else ``prompt`` if both runs have it, else the first both have; what the
+    dashboard's comparison of two runs' samples shows (``pairs`` then sets the rows side by side)."""
+    rows = [[s for t in a for s in t.samples()], [s for t in b for s in t.samples()]]
+    in_b = {prompt_text(s["row"]) for s in rows[1]}
+    shared = [t for t in dict.fromkeys(prompt_text(s["row"]) for s in rows[0]) if t is not None and t in in_b]
+    if like_index is not None:
+        prompt = prompt_of(rows[0], like_index)
+    elif (prompt is None or prompt not in shared) and shared:
+        prompt = shared[0]  # none asked for, or one the runs do not both have at this step
+    first, second = (select(side, same_prompt=prompt) if prompt is not None else side for side in rows)
+    return SideBySide(merge_columns([*a, *b]), shared, prompt, (first, second))
+
+
 def select(
     samples: Iterable[dict[str, Any]],
     prompt: str | None = None,
@@ -321,18 +382,16 @@ def sort_samples(
     def value(sample: dict[str, Any]) -> Any:
         if len(names) == 1:
             return cell(sample, names[0])
-        numbers = [v for c in names if _number(v := cell(sample, c)) and not _empty(v)]
+        numbers = [v for c in names if is_number(v := cell(sample, c)) and not _empty(v)]
         return math.fsum(numbers) if numbers else None
 
-    present = [s for s in samples if not _empty(value(s))]
-    empty = [s for s in samples if _empty(value(s))]
-    numbers = all(isinstance(value(s), (int, float)) for s in present)
-    key = (lambda s: float(value(s))) if numbers else (lambda s: cell_text(value(s)))
-    return sorted(present, key=key, reverse=descending) + empty
+    numbers = all(isinstance(v, (int, float)) for s in samples if not _empty(v := value(s)))
 
+    def key(sample: dict[str, Any]) -> Any:
+        v = value(sample)
+        return None if _empty(v) else float(v) if numbers else cell_text(v)
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return missing_last(samples, key, descending)
 
 
 #: control characters (C0 but newline and tab, DEL, C1): a terminal would act on them

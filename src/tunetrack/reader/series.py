@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .. import aggregates
 from ..aggregates import Agg
 from ..store import codec
+from ..values import is_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,9 +62,7 @@ def numeric_values(s: Series) -> np.ndarray:
 
     if s.values.dtype != object:
         return s.values.astype(np.float64, copy=False)
-    return np.array(
-        [v if isinstance(v, (int, float)) and not isinstance(v, bool) else np.nan for v in s.values]
-    )
+    return np.array([v if is_number(v) else np.nan for v in s.values])
 
 
 def present(s: Series) -> Series:

@@ -23,8 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..config import setting
 from ..config.names import bookkeeping
 from ..metric_keys import spellings
+from ..values import is_finite_number, is_number
 from .find import load
 from .groups import Group, metric_field, partition, values_of
 from .names import CONFIGS_SUGGESTED, short_names
@@ -83,7 +85,7 @@ class Brush:
             return False
         if self.among is not None:
             return _text(value) in self.among
-        if not _number(value) or self.low is None or self.high is None:
+        if not is_number(value) or self.low is None or self.high is None:
             return False
         return bool(self.low <= value <= self.high)
 
@@ -100,7 +102,7 @@ def brush(text: str) -> Brush:
     what = parse_field(spec[0])
     if len(spec) == 2 and isinstance(spec[1], list):
         return Brush(what, among=tuple(_text(v) for v in spec[1]))
-    if len(spec) == 3 and all(_number(v) for v in spec[1:]):
+    if len(spec) == 3 and all(is_number(v) for v in spec[1:]):
         low, high = sorted((float(spec[1]), float(spec[2])))
         return Brush(what, low, high)
     raise WhereError(f'brush: give ["FIELD", LOW, HIGH] or ["FIELD", [VALUES]], not {text!r}')
@@ -218,7 +220,7 @@ def parameters(selection: Selection, metric: str) -> dict[str, Any]:
     axes: list[dict[str, Any]] = []
     for key in _varying(flats):
         present_values = [f[key] for f in flats if _scalar(f.get(key)) and f.get(key) is not None]
-        if all(_number(v) for v in present_values):
+        if all(is_number(v) for v in present_values):
             axes.append({"key": f"config.{key}", "name": key, "kind": "numeric"})
         else:
             order = sorted({_text(v) for v in present_values}, key=_natural)
@@ -232,7 +234,7 @@ def parameters(selection: Selection, metric: str) -> dict[str, Any]:
                 None if not _scalar(v) or v is None else (v if axis["kind"] == "numeric" else _text(v))
             )
         result = selection.lookup(row)(what)
-        values.append(float(result) if _number(result) and math.isfinite(result) else None)
+        values.append(float(result) if is_finite_number(result) else None)
         runs.append({"id": row["id"], "name": row["name"], "values": values})
     importance: list[dict[str, Any]] = []
     for i, axis in enumerate(axes):
@@ -274,11 +276,11 @@ def _varying(flats: Sequence[Mapping[str, Any]]) -> list[str]:
     """The config keys whose scalar values are not all the same (a key some runs lack varies too),
     but those that only keep books (each run's output folder and name: ``config.names.bookkeeping``),
     seeds excepted (a seed's axis shows the noise)."""
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, set[Any]] = {}
     for flat in flats:
         for key, value in flat.items():
             if _scalar(value) and (not bookkeeping(key) or "seed" in key.lower()):
-                seen.setdefault(key, set()).add(repr(value))
+                seen.setdefault(key, set()).add(setting(value))
     return [k for k, values in seen.items() if len(values) > 1 or any(k not in f for f in flats)]
 
 
@@ -391,10 +393,6 @@ def _nanmean_at(values: Any, starts: Any) -> Any:
 
 def _floats(values: Any) -> list[float | None]:
     return [float(v) if math.isfinite(v) else None for v in values.tolist()]
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _scalar(value: Any) -> bool:

@@ -35,7 +35,8 @@ from .. import aggregates
 from ..config.names import ALIASES
 from ..errors import AmbiguousName
 from ..metric_keys import minimized, spelled, spellings
-from ..store.memory import no_cyclic_gc
+from ..store.gc_pause import no_cyclic_gc
+from ..values import is_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 
 if TYPE_CHECKING:
@@ -118,14 +119,16 @@ def field(text: str, column: int = 1) -> Field:
         end = text.index("`", 1)
         name, rest = text[1:end], text[end + 1 :]
     else:
-        name, sep, agg = text.rpartition(":")
-        name, rest = (name, f":{agg}") if sep else (text, "")
-    agg = rest[1:] if rest else "last"
-    if rest and agg not in aggregates.AGGREGATES:
-        raise WhereError(
-            f"unknown aggregate {agg!r} at column {column} (use {', '.join(aggregates.AGGREGATES)})"
-        )
-    if not quoted and not rest:
+        name, rest = text, ""
+    try:
+        if quoted:
+            named = aggregates.parse_spec(rest, f" at column {column}")[1] if rest else None
+        else:
+            name, named = aggregates.parse_spec(text, f" at column {column}")
+    except ValueError as exc:
+        raise WhereError(str(exc)) from None
+    agg = named or "last"
+    if not quoted and named is None:
         if name.startswith("config."):
             return Field("config", name[len("config.") :])
         if name in TAGS:
@@ -285,14 +288,10 @@ def _comparison(
     return test
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
 def _equal(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
-    return bool(a == b) if type(a) is type(b) or (_number(a) and _number(b)) else False
+    return bool(a == b) if type(a) is type(b) or (is_number(a) and is_number(b)) else False
 
 
 def _compare(a: Any, op: str, b: Any, pattern: re.Pattern[str] | None) -> bool:
@@ -304,7 +303,7 @@ def _compare(a: Any, op: str, b: Any, pattern: re.Pattern[str] | None) -> bool:
         return not _equal(a, b)
     if op == "~":
         return isinstance(a, str) and pattern is not None and pattern.search(a) is not None
-    if not ((_number(a) and _number(b)) or (isinstance(a, str) and isinstance(b, str))):
+    if not ((is_number(a) and is_number(b)) or (isinstance(a, str) and isinstance(b, str))):
         return False
     return bool({"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op])
 
@@ -344,21 +343,13 @@ def sort(text: str) -> Sort:
 
 def ordered(items: Sequence[Any], by: Sort, lookup: Callable[[Any], Lookup]) -> list[Any]:
     """``items`` ordered by one field; a missing value (or one of another type than the first) comes
-    last either way, as pandas' ``sort_values`` puts NaN; the order is stable."""
+    last either way (``values.missing_last``)."""
 
-    def rank(item: Any) -> tuple[int, Any]:
+    def value(item: Any) -> Any:
         v = lookup(item)(by.field)
-        if v is MISSING or v is None or (isinstance(v, float) and v != v) or isinstance(v, (list, dict)):
-            return 2, 0
-        return (0, v) if _number(v) else (1, str(v))
+        return None if v is MISSING else v
 
-    present = [(rank(item), item) for item in items]
-    kinds = {r[0] for r, _ in present if r[0] < 2}
-    kind = min(kinds) if kinds else 0  # numbers, else text; the rest after them
-    keep = [(r, item) for r, item in present if r[0] == kind]
-    rest = [item for r, item in present if r[0] != kind]
-    keep.sort(key=lambda p: p[0][1], reverse=by.descending)
-    return [item for _, item in keep] + rest
+    return missing_last(items, value, by.descending)
 
 
 # -- what a run has -------------------------------------------------------------------------------

@@ -8,6 +8,6 @@ server's ``query`` tool call ``run_sql``. duckdb, pandas and pyarrow are importe
 """
 
 from .engine import QueryError, Tables, check, query, run_sql
-from .tables import TABLES
+from .schema import TABLES
 
 __all__ = ["TABLES", "QueryError", "Tables", "check", "query", "run_sql"]

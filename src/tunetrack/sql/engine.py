@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import TunetrackError
+from ..errors import TunetrackError, one_line
 from ..reader import Run, list_runs
 from ..reader.parquet import PARQUET_TABLES, split
-from .tables import BUILDERS, TABLES, empty, params_wide_table
+from .schema import BUILDERS, TABLES, empty, params_wide_table
 
 if TYPE_CHECKING:
     import duckdb
@@ -62,7 +62,7 @@ def _one_line(exc: BaseException) -> str:
         for line in (lines[: next((i for i, x in enumerate(lines) if x.startswith("LINE ")), None)])
         if line
     ]
-    return "; ".join(kept) if kept else type(exc).__name__
+    return "; ".join(kept) if kept else one_line(exc)
 
 
 def check(sql: str) -> None:

@@ -17,7 +17,7 @@ from .ends import EndRecord
 class ProcessWriter(Protocol):
     """One writing process's files in a run. Called only from that process's writer thread."""
 
-    #: the local file the process's console recorder appends to (``writer/console.py``, another
+    #: the local file the process's console recorder appends to (``writer/console_recorder.py``, another
     #: process): in the run's folder, or in the spool, from where the uploader sends it
     console_path: Path
 

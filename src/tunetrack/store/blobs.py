@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import one_line
+
 #: URL schemes obstore serves; any other scheme goes to fsspec.
 OBSTORE_SCHEMES = ("s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl", "file")
 
@@ -113,10 +115,10 @@ class ObstoreBlobs:
         try:
             return from_url(url, **options)
         except Exception as exc:  # a malformed URL or missing settings: a setup mistake, said once
-            raise ValueError(f"cannot open object store {url!r}: {_one_line(exc)}") from None
+            raise ValueError(f"cannot open object store {url!r}: {one_line(exc)}") from None
 
     def _fail(self, what: str, key: str, exc: BaseException) -> StoreUnavailable:
-        return StoreUnavailable(f"{what} {self.url}/{key} failed: {_one_line(exc)}")
+        return StoreUnavailable(f"{what} {self.url}/{key} failed: {one_line(exc)}")
 
     def put(self, key: str, data: bytes, create: bool = False) -> bool:
         try:
@@ -209,7 +211,7 @@ class FsspecBlobs:
                     return False
                 self._fs.pipe_file(self._path(key), data)
         except Exception as exc:
-            raise StoreUnavailable(f"writing {self.url}/{key} failed: {_one_line(exc)}") from None
+            raise StoreUnavailable(f"writing {self.url}/{key} failed: {one_line(exc)}") from None
         return True
 
     def get(self, key: str) -> bytes | None:
@@ -218,7 +220,7 @@ class FsspecBlobs:
         except FileNotFoundError:
             return None
         except Exception as exc:
-            raise StoreUnavailable(f"reading {self.url}/{key} failed: {_one_line(exc)}") from None
+            raise StoreUnavailable(f"reading {self.url}/{key} failed: {one_line(exc)}") from None
 
     def get_with_meta(self, key: str) -> tuple[bytes, Blob] | None:
         data = self.get(key)
@@ -244,14 +246,14 @@ class FsspecBlobs:
         try:
             return [b for b in self._walk(prefix) if after is None or b.key > after]
         except Exception as exc:
-            raise StoreUnavailable(f"listing {self.url}/{prefix} failed: {_one_line(exc)}") from None
+            raise StoreUnavailable(f"listing {self.url}/{prefix} failed: {one_line(exc)}") from None
 
     def list_dirs(self, prefix: str = "") -> list[str]:
         base = self._path(prefix.rstrip("/")) if prefix else self._root
         try:
             entries = self._fs.ls(base, detail=True) if self._fs.exists(base) else []
         except Exception as exc:
-            raise StoreUnavailable(f"listing {self.url}/{prefix} failed: {_one_line(exc)}") from None
+            raise StoreUnavailable(f"listing {self.url}/{prefix} failed: {one_line(exc)}") from None
         return [e["name"].rstrip("/").rsplit("/", 1)[-1] for e in entries if e.get("type") == "directory"]
 
     def delete(self, key: str) -> None:
@@ -260,9 +262,4 @@ class FsspecBlobs:
         except FileNotFoundError:
             pass
         except Exception as exc:
-            raise StoreUnavailable(f"deleting {self.url}/{key} failed: {_one_line(exc)}") from None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+            raise StoreUnavailable(f"deleting {self.url}/{key} failed: {one_line(exc)}") from None

@@ -39,7 +39,7 @@ import socket
 RUN_JSON = "run.json"
 DATA_SUFFIX = ".ttr"
 #: a process's console: framed ``codec.CONSOLE`` records, written by its console recorder
-#: (``writer/console.py``), a process of its own that outlives it
+#: (``writer/console_recorder.py``), a process of its own that outlives it
 CONSOLE_SUFFIX = ".console"
 PROC_SUFFIX = ".json"
 END_SUFFIX = ".end.json"

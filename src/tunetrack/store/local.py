@@ -25,7 +25,7 @@ from ..jsonfile import read_json, write_json_atomic
 from . import ends, jobs, layout
 from .ends import EndRecord
 from .framing import frame
-from .memory import no_cyclic_gc
+from .gc_pause import no_cyclic_gc
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Samples and images logged with a run. Tables of samples (generations, GRPO completions) are handed
-to the writer as they are: it reads, types and encodes them (``writer.tables``), so training pays for a
+to the writer as they are: it reads, types and encodes them (``writer.samples``), so training pays for a
 reference. A lone image (``log_image``: DDPO/AlignProp samples) is encoded as PNG on the caller's
 thread (images are rare and large) and stored by the writer inside the run folder.
 

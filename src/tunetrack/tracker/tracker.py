@@ -28,8 +28,8 @@ from ..values import FAST_TYPES, snapshot
 from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunEdit, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
 from .alerting import Alerts
-from .console import ConsoleCapture
-from .console import start as capture_console
+from .console_capture import ConsoleCapture
+from .console_capture import start as capture_console
 from .editing import Labels
 from .launch import job_id, rank_info, role_of
 from .media import Media

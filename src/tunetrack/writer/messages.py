@@ -32,7 +32,7 @@ class Event:
 @dataclass(slots=True)
 class Table:
     """A table of samples (``Tracker.log_table``) at a step, as the caller handed it over: the writer
-    reads, types and encodes it (``writer.tables``), so the caller pays for a reference only."""
+    reads, types and encodes it (``writer.samples``), so the caller pays for a reference only."""
 
     key: str
     step: int

@@ -36,7 +36,7 @@ from .images import encode_png
 from .messages import ConfigUpdate, Event, Flush, MediaFile, RunEdit, SystemSample, Table
 from .opening import JobJoin, Opened, OpenedRun, RunRequest, join_job, open_run
 from .parquet_copy import write_copy
-from .tables import convert
+from .samples import convert
 
 #: values (metric points) per written block: 4,096 rows of 16 metrics, 131 rows of 500
 BATCH_VALUES = 65_536
@@ -80,7 +80,7 @@ class Writer(threading.Thread):
         self._stop_mirroring = threading.Event()
         self._files: ProcessWriter | None = None
         self._store: Store | None = None  # the store the files are in (the run's Parquet copy goes there)
-        #: told where this process's console file is once its files are open (``tracker.console``)
+        #: told where this process's console file is once its files are open (``tracker.console_capture``)
         self.console_sink: Callable[[Path], None] | None = None
         #: set once the files are open, or it is settled that they never will be (a job never published)
         self.settled = threading.Event()
@@ -272,7 +272,7 @@ class Writer(threading.Thread):
 
     def _write_table(self, table: Table) -> None:
         """Convert, store and mirror one table of samples. Whatever the caller handed over is stored
-        as well as it can be (``writer.tables``); what was odd is warned about once per key."""
+        as well as it can be (``writer.samples``); what was odd is warned about once per key."""
         try:
             converted = convert(table.key, table.step, table.time, table.rows)
         except Exception as exc:  # an object that cannot even be iterated: nothing to store

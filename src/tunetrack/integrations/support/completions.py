@@ -21,7 +21,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
+
+from ...values import is_finite_number
 
 if TYPE_CHECKING:
     from ...tracker import Tracker
@@ -54,7 +56,7 @@ class Rewards:
 
     def total(self, row: Mapping[str, Any], weights: Sequence[float]) -> float:
         values = [row.get(n) for n in self.names]
-        return math.fsum(w * float(v) for w, v in zip(weights, values) if _finite(v))
+        return math.fsum(w * float(v) for w, v in zip(weights, values) if is_finite_number(v))
 
     def where(self, columns: Sequence[str]) -> int | None:
         """Where the total goes among ``columns``: after the last reward function's; None when the
@@ -62,10 +64,6 @@ class Rewards:
         if not self.names or TOTAL in columns or not set(self.names) <= set(columns):
             return None
         return max(list(columns).index(n) for n in self.names) + 1
-
-
-def _finite(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class CompletionFiles:

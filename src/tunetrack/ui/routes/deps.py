@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from ...errors import TunetrackError
+from ...errors import TunetrackError, one_line
 from ...reader import Catalog, Run
 
 
@@ -24,4 +24,4 @@ def open_or_404(catalog: Catalog, ref: str) -> Run:
     try:
         return catalog.open(ref)
     except TunetrackError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise HTTPException(404, one_line(exc)) from None

@@ -13,8 +13,7 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 from ... import aggregates
-from ...aggregates import AGGREGATES
-from ...errors import TunetrackError
+from ...errors import TunetrackError, one_line
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
@@ -167,14 +166,17 @@ def best_ways(specs: list[str] | None) -> dict[str, bool]:
     try:
         return aggregates.directions(specs or [])
     except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, one_line(exc)) from None
 
 
 def metric_key(spec: str) -> str:
     """The metric key of a column's spec, ``KEY[:AGG]`` (the page's columns: ``eval/loss:min``); a
-    key whose last ``:`` part is no aggregate is a key."""
-    key, sep, agg = spec.rpartition(":")
-    return key if sep and key and agg in AGGREGATES else spec
+    key whose last ``:`` part is no aggregate is a key (``aggregates.parse_spec``)."""
+    try:
+        key = aggregates.parse_spec(spec)[0]
+    except ValueError:
+        return spec
+    return key or spec
 
 
 @router.get("/api/keys", summary="The metric keys the runs have last values of, and the loss-like ones")
@@ -285,7 +287,7 @@ def many(
             r = catalog.open(run_id)
             found = _find(r, k, n or None)
         except TunetrackError as exc:
-            found, entry["error"] = None, str(exc)
+            found, entry["error"] = None, one_line(exc)
         if found is not None:
             entry |= _points(found, x, width, start, end, cursor[i] if cursor else None, r.rewinds)
         elif "error" not in entry:

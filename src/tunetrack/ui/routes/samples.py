@@ -1,7 +1,8 @@
 """A run's tables of samples as the Samples view shows them: one step's rows, filtered and sorted by
 the reader's one selection (``reader.samples.select``, as ``tunetrack samples`` does), one prompt
-across training, and the mean of a numeric column at each step; and two runs side by side, one
-prompt at one step, their completions compared word by word (``reader.samples.word_diff``)."""
+across training, and the mean of a numeric column at each step (``column_means``); and two runs side by
+side, one prompt at one step (``side_by_side``), their completions compared word by word
+(``reader.samples.word_diff``). What is computed is the reader's; a route only asks and answers."""
 
 from __future__ import annotations
 
@@ -11,15 +12,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
-from ...errors import TunetrackError
+from ...errors import TunetrackError, one_line
 from ...reader.samples import (
-    NUMBER,
-    completion_column,
+    column_means,
     merge_columns,
     pairs,
     prompt_column,
-    prompt_text,
+    prompt_of,
     select,
+    side_by_side,
     steps_of,
 )
 from ...reader.where import grep_error
@@ -81,7 +82,7 @@ def samples(
     except re.error as exc:
         raise HTTPException(422, grep_error(grep, exc)) from None
     except ValueError as exc:  # a column to sort by that no row has, an order that is no order
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, one_line(exc)) from None
     columns = merge_columns(tables)
     return {
         "keys": keys,
@@ -98,15 +99,8 @@ def samples(
     "/api/runs/{run_id}/samples/curve", summary="The mean of a numeric column of samples at each step"
 )
 def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, Any]:
-    r = open_or_404(catalog, run_id)
-    by_step: dict[int, list[float]] = {}
-    for table in r.sample_tables(key):
-        if table.columns().get(column) != NUMBER:
-            continue
-        values = by_step.setdefault(table.step, [])
-        values += [row[column] for row in table.rows() if _finite(row.get(column))]
-    steps = sorted(s for s, v in by_step.items() if v)
-    return {"key": key, "column": column, "x": steps, "y": [sum(by_step[s]) / len(by_step[s]) for s in steps]}
+    steps, means = column_means(open_or_404(catalog, run_id).sample_tables(key), column)
+    return {"key": key, "column": column, "x": steps, "y": means}
 
 
 @router.get(
@@ -184,42 +178,32 @@ def compare(
         step = out["step"] = steps[-1]
     elif step not in steps:
         raise HTTPException(404, f"the two runs do not both have samples of {key!r} at step {step}")
-    tables = [r.sample_tables(key, step) for r in runs]
-    rows = [[s for t in ts for s in t.samples()] for ts in tables]
-    columns = merge_columns(tables[0] + tables[1])
-    in_b = {prompt_text(s["row"]) for s in rows[1]}
-    shared = [t for t in dict.fromkeys(prompt_text(s["row"]) for s in rows[0]) if t is not None and t in in_b]
-    if like_index is not None:
-        prompt = _prompt_of(rows[0], like_index)
-    elif (prompt is None or prompt not in shared) and shared:
-        prompt = shared[0]  # none asked for, or one the runs do not both have at this step
-    chosen = [select(side, same_prompt=prompt) if prompt is not None else side for side in rows]
-    column = completion_column(columns)
+    try:
+        first, second = (r.sample_tables(key, step) for r in runs)
+        both = side_by_side(first, second, prompt, like_index)
+    except LookupError as exc:
+        raise HTTPException(404, one_line(exc)) from None
+    chosen = both.chosen
     out.update(
-        prompts=shared[:MOST_PROMPTS],
-        prompt=prompt,
-        prompt_column=prompt_column(columns),
-        columns=columns,
-        completion_column=column,
+        prompts=both.prompts[:MOST_PROMPTS],
+        prompt=both.prompt,
+        prompt_column=prompt_column(both.columns),
+        columns=both.columns,
+        completion_column=both.completion_column,
         total=[len(side) for side in chosen],
         pairs=[
             {**p, "a": p["a"] and _json_safe(p["a"]), "b": p["b"] and _json_safe(p["b"])}
-            for p in pairs(chosen[0][:MOST_PAIRS], chosen[1][:MOST_PAIRS], column)
+            for p in pairs(chosen[0][:MOST_PAIRS], chosen[1][:MOST_PAIRS], both.completion_column)
         ],
     )
     return out
 
 
 def _prompt_of(samples: list[dict[str, Any]], index: int) -> str:
-    row = next((s["row"] for s in samples if s["index"] == index), None)
-    text = None if row is None else prompt_text(row)
-    if text is None:
-        raise HTTPException(404, "no such row, or it has no prompt")
-    return text
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    try:
+        return prompt_of(samples, index)
+    except LookupError as exc:
+        raise HTTPException(404, one_line(exc)) from None
 
 
 def _json_safe(sample: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
+from ...config import setting
+from ...errors import one_line
 from ...reader import sweeps
 from ...reader.groups import ALL_BUT_SEED
 from .deps import CatalogDep
@@ -31,7 +33,7 @@ def _one_line() -> Iterator[None]:
     try:
         yield
     except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, one_line(exc)) from None
 
 
 def _selection(
@@ -118,7 +120,7 @@ def config_keys(
         chosen = _selection(request, catalog, where, None, None, project, None)
     flats = chosen.flats()
     every = sorted({k for f in flats for k in f})
-    varying = [k for k in every if len({repr(f.get(k)) for f in flats}) > 1]
+    varying = [k for k in every if len({setting(f.get(k)) for f in flats}) > 1]
     return {"varying": varying, "keys": every, "special": [ALL_BUT_SEED]}
 
 
@@ -143,6 +145,6 @@ def _not_found(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         return compute()
     except (UnknownName, AmbiguousName) as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise HTTPException(422, one_line(exc)) from None
     except TunetrackError as exc:
-        raise HTTPException(404, str(exc)) from None
+        raise HTTPException(404, one_line(exc)) from None

@@ -1,5 +1,5 @@
 """Console capture, on the training process's side: fds 1 and 2 redirected into a recorder process
-(``writer/console.py``) that writes every byte through to where it went before and records it.
+(``writer/console_recorder.py``) that writes every byte through to where it went before and records it.
 
 Redirecting the descriptors, not ``sys.stdout``, is what catches everything: ``print``, ``logging``,
 warnings, C and C++ libraries, CUDA and NCCL messages, ``faulthandler``'s dump, and child processes,
@@ -133,7 +133,7 @@ class Starting:
         if not sys.executable:
             raise RuntimeError("no Python executable to start the console recorder with")
         self.recorder = subprocess.Popen(
-            [sys.executable, "-m", "tunetrack.writer.console", *args]
+            [sys.executable, "-m", "tunetrack.writer.console_recorder", *args]
             + ["--control", str(control_read), "--ack", str(ack_write), "--max-bytes", str(max_bytes)],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import config, states
+from ..values import is_number
 from .as_json import provenance
 from .run import Run
 from .samples import cell_text, completion_column, prompt_text
@@ -153,7 +154,7 @@ TABLES: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
 
 def _number(value: Any) -> float | None:
     """A number as a float; None for anything else (bools, text, lists)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if is_number(value):
         return float(value)
     return None
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .. import metric_keys
+from ..values import is_finite_number
 from .base import Row, RunInfo
 
 #: Well-known keys: printed first, in this order, under these labels.
@@ -71,7 +72,7 @@ def _bytes_label(key: str, value: Any) -> str | None:
 
     A ``mem`` key with a small value is already in GB or a percentage (torchtune logs GiB).
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+    if not is_finite_number(value):
         return None
     low = key.lower()
     if low.endswith("bytes"):

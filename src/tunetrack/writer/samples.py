@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..store.codec import BOOL, CHAT, FLOAT, IMAGE, INT, OBJECT, TEXT
-from ..values import DROP, to_plain
+from ..values import DROP, is_chat, to_plain
 from .images import safe_name
 
 #: the longest text a cell keeps (characters); longer text is cut, with ``TRUNCATED`` appended
@@ -149,7 +149,7 @@ def _cell(value: Any, out: Converted) -> tuple[str, Any]:
             return _cell(plain, out)
     if isinstance(value, (list, tuple)) or _is_array(value):
         items = value.tolist() if _is_array(value) else list(value)
-        if items and all(isinstance(m, Mapping) and "role" in m for m in items):
+        if is_chat(items):
             return CHAT, [_message(m) for m in items]
         return TEXT, _json(items)
     if isinstance(value, Mapping):

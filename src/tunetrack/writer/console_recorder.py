@@ -1,5 +1,5 @@
-"""The console recorder: a small process of its own (``python -m tunetrack.writer.console``) that a
-training process starts in ``Tracker.start()`` (``tracker/console.py``), with the read ends of the
+"""The console recorder: a small process of its own (``python -m tunetrack.writer.console_recorder``) that a
+training process starts in ``Tracker.start()`` (``tracker/console_capture.py``), with the read ends of the
 pipes (or ptys) its fds 1 and 2 now write into, and the fds they wrote to before.
 
 Why a process and not a thread: it outlives the training process. What was printed before a SIGKILL,
@@ -420,7 +420,7 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tunetrack.writer.console")
+    parser = argparse.ArgumentParser(prog="python -m tunetrack.writer.console_recorder")
     parser.add_argument(
         "--stream", action="append", default=[], help="FDS:READ_FD:ORIGINAL_FD:PTY (FDS: 1, 2 or 1,2)"
     )

@@ -35,6 +35,7 @@ from ..reader.as_text import (
     when,
 )
 from ..reader.samples import cell_text, visible
+from ..values import is_number
 from .plot import plot
 
 T = TypeVar("T")
@@ -266,7 +267,9 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
     table.add_column("step", justify="right", no_wrap=True)
     if several_keys:
         table.add_column("key")
-    numeric = {c for c in columns if all(_is_number(s["row"].get(c)) for s in samples)}
+    numeric = {
+        c for c in columns if all(s["row"].get(c) is None or is_number(s["row"].get(c)) for s in samples)
+    }
     for col in columns:
         table.add_column(visible(col), justify="right" if col in numeric else "left", overflow="fold")
     for sample in samples:
@@ -277,10 +280,6 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
         ]
         table.add_row(str(sample["step"]), *([Text(visible(sample["key"]))] if several_keys else []), *cells)
     return table
-
-
-def _is_number(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 # -- diff ----------------------------------------------------------------------------------------

@@ -1,6 +1,0 @@
-"""The tables SQL sees: defined once in ``reader.tables`` (each run's Parquet copy is built by the same
-builders), named here for SQL's callers."""
-
-from ..reader.tables import BUILDERS, TABLES, empty, json_safe, markdown, params_wide_table
-
-__all__ = ["BUILDERS", "TABLES", "empty", "json_safe", "markdown", "params_wide_table"]

@@ -20,7 +20,8 @@ from ..metric_keys import minimized, spelled
 from ..store import codec
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
-from . import console_log as console, from_ends
+from . import console_log as console
+from . import from_ends
 from .console_log import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .names import metric_key, unknown

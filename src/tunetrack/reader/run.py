@@ -121,7 +121,7 @@ class Run:
             "processes": [
                 {
                     "name": p.name,
-                    "meta": {k: p.meta[k] for k in LISTED_META if k in p.meta},
+                    "meta": {k: p.meta.get(k) for k in LISTED_META if k in p.meta},
                     "end": {
                         k: v for k, v in (p.end or {}).items() if k != "config"
                     },  # config: from the files

@@ -8,7 +8,6 @@ and reported at ``finish()``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -26,7 +25,7 @@ from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig, HealthMonitor
 from ..values import FAST_TYPES, snapshot
-from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunRequest, SystemSample, Table, Writer
+from ..writer import Channel, ConfigUpdate, Event, MediaFile, Role, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
 from .alerting import Alerting
 from .console import ConsoleCapture
@@ -197,12 +196,12 @@ class Tracker(Editing, Alerting, Media):
                 project=self.project,
                 tags=self._tags,
                 created=now,
-                process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
-                job=job if role == "primary" and ranks.rank == 0 else None,
+                process={**run_metadata(), "role": role, "rank": ranks.as_meta()},
+                job=job if role == Role.PRIMARY and ranks.rank == 0 else None,
                 upload_interval=self._opts.upload_interval,
             )
             urls = settings.alert_urls(self._opts.alerts)
-            if urls and role == "primary":
+            if urls and role == Role.PRIMARY:
                 self._alerter = Alerter(urls)
             writer = self._writer = self._new_writer()
         except BaseException:  # the run does not start: neither does the console's recorder
@@ -214,9 +213,9 @@ class Tracker(Editing, Alerting, Media):
             self._console = recorder.redirect()
             if self._console is not None:
                 writer.console_sink = self._console.record_to
-        if role == "primary":  # only it takes rows
+        if role == Role.PRIMARY:  # only it takes rows
             self._put = writer.channel.put_row
-        if role in ("node", "console"):
+        if role in (Role.NODE, Role.CONSOLE):
             # Another rank: no training metrics here, but its console (and on another node's first
             # rank, that node's system metrics) join the job's run once global rank 0 has published it.
             self._active = False

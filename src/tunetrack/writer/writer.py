@@ -31,6 +31,7 @@ from ..monitoring.health import HealthMonitor, describe, warning
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..store.ends import EndRecord, LastValues
+from ..store.process_meta import ProcessMeta
 from ..values import DROP, to_plain
 from . import fanout
 from .channel import Channel
@@ -58,7 +59,7 @@ class RunRequest:
     tags: list[str]
     created: float
     #: what the process records about itself (``provenance.run_metadata()``, role, ranks)
-    process: dict[str, Any] = field(default_factory=dict)
+    process: ProcessMeta = field(default_factory=ProcessMeta)
     #: the distributed job whose other nodes join this run (``launch.job_id()``; global rank 0 only)
     job: str | None = None
     #: seconds between uploads, for a store in object storage (None: ``settings.upload_interval()``)
@@ -207,7 +208,7 @@ class Writer(threading.Thread):
                 warn_once(
                     f"resume:{opened.id}", f"run {opened.id!r} did not exist; started a new run with that id"
                 )
-        meta = {
+        meta: ProcessMeta = {
             **request.process,
             "run_id": opened.id,
             "start": request.created,
@@ -238,7 +239,12 @@ class Writer(threading.Thread):
         self._run_dir = opened.dir
         try:
             opened.name, opened.project = _existing(store, run_id, run_id, None)
-            meta = {**request.process, "run_id": run_id, "start": request.created, "resumed": True}
+            meta: ProcessMeta = {
+                **request.process,
+                "run_id": run_id,
+                "start": request.created,
+                "resumed": True,
+            }
             self._files = store.open_process(run_id, layout.proc_name(request.created), meta)
             self._store = store
             self._files_opened()

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import settings, states
+from .. import settings
+from ..states import State
 from ..store import ends, process_meta
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
@@ -116,13 +117,13 @@ def run_state(procs: list[Process], created: float) -> tuple[str, float | None, 
     latest = latest_primary(procs)
     if latest is None:  # created, and no process has written its metadata yet (or ever will)
         age = time.time() - created
-        return (states.RUNNING if age < settings.stale_after() else states.CRASHED), None, None
+        return (State.RUNNING if age < settings.stale_after() else State.CRASHED), None, None
     if latest.end is not None:
         return (
-            str(latest.end.get("state", states.FINISHED)),
+            str(latest.end.get("state", State.FINISHED)),
             latest.end.get("time"),
             latest.end.get("traceback"),
         )
     if latest.alive():
-        return states.RUNNING, None, None
-    return states.CRASHED, latest.heartbeat(), None
+        return State.RUNNING, None, None
+    return State.CRASHED, latest.heartbeat(), None

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.names import bookkeeping
 from ..metric_keys import spellings
+from ..states import State
 from .find import load
 from .groups import Group, metric_field, partition, values_of
 from .names import CONFIGS_SUGGESTED, short_names
@@ -53,7 +54,7 @@ class Configs:
             hit = self._kept.get(row["id"])
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        if row.get("state") == "running":
+        if row.get("state") == State.RUNNING:
             run = catalog.open(row["id"])  # the cached run, read incrementally
         else:
             loaded = load(

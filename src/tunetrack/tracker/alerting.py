@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import failures, states
+from .. import failures
 from .._warnings import warn_once
 from ..errors import InvalidValue
 from ..monitoring.alerts import LEVELS, Alert, Alerter
+from ..states import State
 
 #: console lines an end alert carries
 ALERT_LINES = 10
@@ -44,10 +45,10 @@ class Alerting:
         title = f" ({found.name})" if found else ""
         tail = "\n".join(console[-ALERT_LINES:])
         shown = f"\n\nlast console lines:\n{tail}" if tail else ""
-        if state == states.FAILED:
+        if state == State.FAILED:
             lines = (error or "").strip().splitlines()
             self._queue_alert(f"run failed{title}", (lines[-1] if lines else "") + shown, "error", state)
-        elif state == states.KILLED:
+        elif state == State.KILLED:
             self._queue_alert(f"run killed{title}", f"stopped at step {self._step}{shown}", "warn", state)
         elif self._alert_finished:
             self._queue_alert("run finished", f"{self._step} steps", "info", state)
@@ -66,7 +67,7 @@ class Alerting:
             )
             level = "error"
         self.event("alert", title=str(title), text=str(text), level=level)
-        self._queue_alert(str(title), str(text), level, states.RUNNING)
+        self._queue_alert(str(title), str(text), level, State.RUNNING)
 
     def _queue_alert(self, title: str, text: str, level: str, state: str) -> None:
         if self._alerter is not None:

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import settings, states
+from .. import settings
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
 from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig, HealthMonitor
+from ..states import State
 from ..values import FAST_TYPES, snapshot
 from ..writer import Channel, ConfigUpdate, Event, MediaFile, Role, RunRequest, SystemSample, Table, Writer
 from . import exit_hooks
@@ -314,7 +315,7 @@ class Tracker(Editing, Alerting, Media):
                 last_lines = self._console.stop(error)
             if writer is None:
                 return
-            state = state or exit_hooks.exit_state(self) or states.FINISHED
+            state = state or exit_hooks.exit_state(self) or State.FINISHED
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
             except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop
@@ -355,7 +356,7 @@ class Tracker(Editing, Alerting, Media):
             self.finish()
         else:
             text = "".join(traceback.format_exception(exc_type, exc, tb))
-            self.finish(states.KILLED if issubclass(exc_type, KeyboardInterrupt) else states.FAILED, text)
+            self.finish(State.KILLED if issubclass(exc_type, KeyboardInterrupt) else State.FAILED, text)
 
     # -- recording ---------------------------------------------------------------------------------
     def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import aggregates, settings, states
+from .. import aggregates, settings
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..config import merge
 from ..edits import fold
 from ..monitoring.alerts import Alert, Alerter
 from ..monitoring.health import HealthMonitor, describe, warning
+from ..states import State
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..store.ends import EndRecord, LastValues
@@ -490,7 +491,7 @@ class Writer(threading.Thread):
         run = self.run_info
         if self.alerter is not None and run is not None:
             title, text = describe(problem, step)
-            alert = Alert(title, text, "warn", run.id, run.name, run.project, states.RUNNING)
+            alert = Alert(title, text, "warn", run.id, run.name, run.project, State.RUNNING)
             self.alerter.send(alert, key=(run.id, "health", problem["key"], problem["problem"]))
         warn_once(f"{self._run_id}:health:{problem['problem']}", warning(problem, step))
 
@@ -526,7 +527,7 @@ class Writer(threading.Thread):
             self._write_rows()
         if self._pending_system:
             self._write_system()
-        state = self._end["state"] if self._end is not None else states.FINISHED
+        state = self._end["state"] if self._end is not None else State.FINISHED
         if self._runners:
             for runner in self._runners:
                 runner.close(state)  # the backends catch up side by side

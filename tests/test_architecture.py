@@ -14,6 +14,10 @@ is listed module by module (``CORE``): vocabulary and pure logic that any layer 
 no layer. A module that is in no layer and not in the core fails the check, so a new module at the
 top of the package is a decision, not a default. Imports under ``if TYPE_CHECKING:`` count like any
 other: a type that only an annotation names is still a dependency.
+
+The contracts between the floors are typed once and used by name: the end record (``store.ends``), a
+process's metadata and its roles (``store.process_meta``) and the run states (``states``) are read
+through their schemas, never dug out of dicts or spelled as bare strings (``spelled_schemas``).
 """
 
 from __future__ import annotations
@@ -265,6 +269,179 @@ def test_the_architecture_page_names_every_module():
 def test_the_architecture_page_lists_every_end_record_field():
     """The end record is typed once (``store.ends.EndRecord``); the run store's picture lists its fields."""
     from tunetrack.store.ends import FIELDS
+
+    page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
+    assert [f for f in FIELDS if f"`{f}`" not in page] == []
+
+
+# -- typed contracts: the end record, a process's metadata, roles and states ------------------------
+#: the modules that own a record's schema or a vocabulary: the only ones that may spell them
+SCHEMA_OWNERS = {"tunetrack.store.ends", "tunetrack.store.process_meta", "tunetrack.states"}
+
+
+def _key(node: ast.AST) -> str | None:
+    """The string key of ``x["key"]`` or ``x.get("key", ...)``, else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ):
+        key = node.args[0].value
+    else:
+        return None
+    return key if isinstance(key, str) else None
+
+
+def _receiver(node: ast.AST) -> ast.AST:
+    """What ``x["key"]`` or ``x.get("key")`` reads from, through ``(x or {})``."""
+    inner = node.value if isinstance(node, ast.Subscript) else node.func.value  # type: ignore[attr-defined]
+    while isinstance(inner, ast.BoolOp) and inner.values:
+        inner = inner.values[0]
+    return inner
+
+
+def _is_role(node: ast.AST) -> bool:
+    """``role``, ``x.role`` or ``x["role"]`` / ``x.get("role")``: a process's role."""
+    return (
+        (isinstance(node, ast.Name) and node.id == "role")
+        or (isinstance(node, ast.Attribute) and node.attr == "role")
+        or _key(node) == "role"
+    )
+
+
+def _strings(node: ast.AST) -> set[str]:
+    return {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def spelled_schemas(sources: dict[str, str]) -> list[str]:
+    """Where a module outside ``SCHEMA_OWNERS`` reads the end record or a process's metadata by hand,
+    or spells a role or a state as a bare string instead of naming it (``store.process_meta.Role``,
+    ``states.State``): a rank dug out of the metadata's ``rank`` (``global_rank``, ``Process.rank``), an
+    end record's field read off an ``end`` entry (``ends.read``), a role compared with, stored as or
+    returned as a string, a state's string anywhere but a docstring."""
+    from tunetrack.states import STATES
+    from tunetrack.store.ends import FIELDS as END_FIELDS
+    from tunetrack.store.process_meta import RANK_FIELDS, Role
+
+    roles = {role.value for role in Role}
+    found = []
+    for module, text in sorted(sources.items()):
+        if module in SCHEMA_OWNERS:
+            continue
+        tree = ast.parse(text)
+        docstrings = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        }
+        for node in ast.walk(tree):
+            line = f"{module}:{getattr(node, 'lineno', '?')}"
+            key = _key(node)
+            if key in RANK_FIELDS and _key(_receiver(node)) == "rank":
+                found.append(f"{line} digs {key!r} out of a process's metadata")
+            if key in END_FIELDS and _key(_receiver(node)) == "end":
+                found.append(f"{line} reads {key!r} off an end record by hand")
+            role_compared = isinstance(node, ast.Compare) and any(
+                map(_is_role, [node.left, *node.comparators])
+            )
+            if role_compared and _strings(node) & roles:
+                found.append(f"{line} compares a role with a string")
+            if isinstance(node, ast.Dict):
+                for k, v in zip(node.keys, node.values):
+                    if isinstance(k, ast.Constant) and k.value == "role" and _strings(v) & roles:
+                        found.append(f"{line} stores a role as a string")
+            if isinstance(node, ast.FunctionDef) and "role" in node.name:
+                for ret in ast.walk(node):
+                    if isinstance(ret, ast.Return) and ret.value is not None and _strings(ret.value) & roles:
+                        found.append(f"{module}:{ret.lineno} returns a role as a string")
+            if isinstance(node, ast.Constant) and node.value in STATES and id(node) not in docstrings:
+                found.append(f"{line} spells the state {node.value!r}")
+    return sorted(set(found))
+
+
+def test_the_schema_check_catches_what_it_is_for():
+    """Each way of going round the typed schemas, in a made-up module: the check names every one (or
+    the real check proves nothing); the owners themselves may spell them."""
+    faults = (
+        "rank = int((meta.get('rank') or {}).get('rank', 0) or 0)\n"
+        "node = meta['rank']['node_rank']\n"
+        "state = proc['end']['state']\n"
+        "lead = [p for p in procs if p.get('role') in ('primary', 'import')]\n"
+        "if role == 'primary':\n    pass\n"
+        "meta = {'role': 'import'}\n"
+        "def role_of(rank):\n    return 'node'\n"
+        "live = run.state == 'running'\n"
+    )
+    fine = (
+        '"""A docstring may say \'failed\'."""\n'
+        "rank = global_rank(meta)\n"
+        "role = message.get('role')\n"  # a chat message's role: not a process's
+        "lead = role(meta) in LEADS\n"
+        "live = run.state == State.RUNNING\n"
+    )
+    assert spelled_schemas(
+        {"tunetrack.x.bad": faults, "tunetrack.x.good": fine, "tunetrack.states": faults}
+    ) == [
+        "tunetrack.x.bad:1 digs 'rank' out of a process's metadata",
+        "tunetrack.x.bad:10 spells the state 'running'",
+        "tunetrack.x.bad:2 digs 'node_rank' out of a process's metadata",
+        "tunetrack.x.bad:3 reads 'state' off an end record by hand",
+        "tunetrack.x.bad:4 compares a role with a string",
+        "tunetrack.x.bad:5 compares a role with a string",
+        "tunetrack.x.bad:7 stores a role as a string",
+        "tunetrack.x.bad:9 returns a role as a string",
+    ]
+
+
+def test_records_and_vocabularies_are_read_through_their_schemas():
+    """The end record (``store.ends``), a process's metadata (``store.process_meta``), its roles and
+    the run states (``states``) are typed once: no module reads them by hand or spells them."""
+    sources = {module: path.read_text() for module, path in modules().items()}
+    assert spelled_schemas(sources) == []
+
+
+def test_the_floors_pass_typed_records():
+    """What the store hands the readers and takes from the writer is typed by the schemas (a plain
+    ``dict`` there would let any module read the records by hand again, unseen by mypy)."""
+    import typing
+
+    from tunetrack.reader.processes import Process
+    from tunetrack.store import base
+    from tunetrack.store.ends import EndRecord
+    from tunetrack.store.local import ProcessCopy
+    from tunetrack.store.process_meta import ProcessMeta
+    from tunetrack.writer import RunRequest
+
+    hints = {
+        "RunFolder.process_meta": typing.get_type_hints(base.RunFolder.process_meta)["return"],
+        "RunFolder.process_end": typing.get_type_hints(base.RunFolder.process_end)["return"],
+        "Store.open_process": typing.get_type_hints(base.Store.open_process)["meta"],
+        "RunRequest.process": typing.get_type_hints(RunRequest)["process"],
+        "Process.meta": typing.get_type_hints(Process)["meta"],
+        "Process.end": typing.get_type_hints(Process)["end"],
+        "ProcessCopy.meta": typing.get_type_hints(ProcessCopy)["meta"],
+        "ProcessCopy.end": typing.get_type_hints(ProcessCopy)["end"],
+    }
+    assert hints == {
+        "RunFolder.process_meta": ProcessMeta | None,
+        "RunFolder.process_end": EndRecord | None,
+        "Store.open_process": ProcessMeta,
+        "RunRequest.process": ProcessMeta,
+        "Process.meta": ProcessMeta,
+        "Process.end": EndRecord | None,
+        "ProcessCopy.meta": ProcessMeta | None,
+        "ProcessCopy.end": EndRecord | None,
+    }
+
+
+def test_the_architecture_page_lists_every_process_metadata_field():
+    """A process's metadata is typed once (``store.process_meta.ProcessMeta``); the run store's picture
+    lists its fields."""
+    from tunetrack.store.process_meta import FIELDS
 
     page = (PACKAGE.parents[1] / "docs" / "architecture.md").read_text()
     assert [f for f in FIELDS if f"`{f}`" not in page] == []

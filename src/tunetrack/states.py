@@ -1,19 +1,25 @@
-"""Run states: the one list every writer, reader, command and page uses.
+"""Run states: the one vocabulary every writer, reader, command and page uses.
 
 A process records how it ended (``finished``, ``failed``, ``killed``) in its end record; ``running``
 and ``crashed`` are never written, they are what a reader concludes from a process that has no end
-record yet (alive, or silent past the staleness limit).
+record yet (alive, or silent past the staleness limit). ``State`` members are the strings stored and
+shown, so they compare equal to a state read back from a file, and JSON writes them as they are.
 """
 
 from __future__ import annotations
 
-RUNNING = "running"
-FINISHED = "finished"
-FAILED = "failed"
-KILLED = "killed"
-CRASHED = "crashed"
+from enum import StrEnum
 
-#: Every state a run can be in, in the order listings explain them.
-STATES = (RUNNING, FINISHED, FAILED, KILLED, CRASHED)
-#: The states a process records itself when it ends.
-END_STATES = (FINISHED, FAILED, KILLED)
+
+class State(StrEnum):
+    """A run's (or a process's) state, in the order listings explain them."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    KILLED = "killed"
+    CRASHED = "crashed"
+
+
+#: Every state a run can be in, as the strings a user types (``--state``, ``state = 'failed'``).
+STATES: tuple[str, ...] = tuple(state.value for state in State)

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._warnings import warn_once
 from ..config.tree import flatten
+from ..states import State
 from .base import Row, RunInfo
 from .names import mlflow as names
 from .system_names import converted, renamed
@@ -31,7 +32,7 @@ from .system_names import converted, renamed
 MAX_METRICS, MAX_PARAMS, MAX_VALUE = 1000, 100, 6000
 #: characters MLflow accepts in a metric or param name (others are replaced with ``_``)
 _INVALID = re.compile(r"[^\w\-. /]")
-_STATUS = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED"}
+_STATUS: dict[str, str] = {State.FINISHED: "FINISHED", State.FAILED: "FAILED", State.KILLED: "KILLED"}
 #: tunetrack's system keys -> (MLflow's system-metric name, scale); ``{i}`` is the GPU's index
 _SYSTEM = {
     "cpu.percent": ("cpu_utilization_percentage", 1.0),
@@ -154,7 +155,7 @@ class MLflowBackend:
             return
         if state not in _STATUS:
             self._client.set_tag(self.run_id, names.STATE, state)
-        if state == "running":  # a replay of a run still being recorded: it stays RUNNING
+        if state == State.RUNNING:  # a replay of a run still being recorded: it stays RUNNING
             return
         self._client.set_terminated(self.run_id, status=_STATUS.get(state, "FAILED"))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from ..states import State
 from .base import Row, RunInfo
 from .names import trackio as names
 from .system_names import converted, renamed
@@ -110,10 +111,10 @@ class TrackioBackend:
     def finish(self, state: str) -> None:
         """trackio has no run status: a run that did not finish gets a trackio alert (shown in its
         dashboard and sent to its webhooks) saying how it ended."""
-        if self._run is None and state == "finished":
+        if self._run is None and state == State.FINISHED:
             return
         run = self._trackio_run()
-        if state != "finished":
+        if state != State.FINISHED:
             from trackio import AlertLevel
 
             run.alert(

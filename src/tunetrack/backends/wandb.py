@@ -17,9 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from .._warnings import warn_once
+from ..states import State
 from .base import Row, RunInfo
 
-_EXIT_CODES = {"finished": 0, "failed": 1, "killed": 143}  # 143: 128 + SIGTERM, what W&B shows as killed
+_EXIT_CODES: dict[str, int] = {
+    State.FINISHED: 0,
+    State.FAILED: 1,
+    State.KILLED: 143,
+}  # 143: 128 + SIGTERM, what W&B shows as killed
 
 
 def wandb_id(run_id: str) -> str:

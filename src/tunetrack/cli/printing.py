@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .. import metric_keys, states
+from .. import metric_keys
 from ..config import MISSING
 from ..reader import Run
 from ..reader.as_text import (
@@ -35,17 +35,18 @@ from ..reader.as_text import (
     when,
 )
 from ..reader.samples import cell_text, visible
+from ..states import State
 from ..values import is_number
 from .plot import plot
 
 T = TypeVar("T")
 
-STATE_STYLE = {
-    states.RUNNING: "cyan",
-    states.FINISHED: "green",
-    states.FAILED: "red",
-    states.KILLED: "yellow",
-    states.CRASHED: "magenta",
+STATE_STYLE: dict[str, str] = {
+    State.RUNNING: "cyan",
+    State.FINISHED: "green",
+    State.FAILED: "red",
+    State.KILLED: "yellow",
+    State.CRASHED: "magenta",
 }
 
 

@@ -183,11 +183,11 @@ def logs_command(
     import re
     import time
 
-    from .. import states
     from ..reader import open_run
     from ..reader.as_text import line_text
     from ..reader.console_log import select
     from ..reader.where import grep_error
+    from ..states import State
 
     try:
         re.compile(grep or "")
@@ -208,7 +208,7 @@ def logs_command(
         return
     lines, marks = r.console_after({})
     emit(select(lines, rank, since, grep, tail))
-    while r.state == states.RUNNING or lines:
+    while r.state == State.RUNNING or lines:
         time.sleep(FOLLOW_POLL)
         r.refresh()
         lines, marks = r.console_after(marks)

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from .. import states
 from ..monitoring.alerts import Alert
 from ..reader import Run
+from ..states import State
 
 
 @dataclass
@@ -40,21 +40,21 @@ class Watcher:
         now, alerts = self.clock(), []
         for run in runs:
             state, prev = run.state, self.seen.get(run.id)
-            if state not in (states.RUNNING, states.CRASHED):
+            if state not in (State.RUNNING, State.CRASHED):
                 self.seen[run.id] = Seen(state, None, now)
                 continue
             step = run.latest().get("step")
             fresh = prev is None or prev.state != state or prev.step != step
             seen = Seen(state, step, now) if fresh else prev
             assert seen is not None
-            was_running = prev.state == states.RUNNING if prev else run.created >= self.started
-            if state == states.CRASHED and was_running:
+            was_running = prev.state == State.RUNNING if prev else run.created >= self.started
+            if state == State.CRASHED and was_running:
                 since = time.strftime("%H:%M:%S", time.localtime(run.ended)) if run.ended else "?"
                 alerts.append(
                     _alert(run, "run crashed", f"no heartbeat since {since}; last step {step}", "error")
                 )
             elif (
-                state == states.RUNNING
+                state == State.RUNNING
                 and self.stall
                 and not seen.stalled
                 and now - seen.changed >= self.stall

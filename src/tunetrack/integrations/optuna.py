@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._warnings import warn_once
+from ..states import State
 from ..tracker import Tracker
 from .support.trials import Trial, mark_pruned
 
@@ -106,7 +107,7 @@ class TunetrackCallback:
                 mark_pruned(tracker, last, record)
             if state == "fail":
                 reason = self._fail_reasons.reasons.pop(trial.number, None)
-                tracker.finish("failed", reason or "the trial failed (Optuna logged no reason)")
+                tracker.finish(State.FAILED, reason or "the trial failed (Optuna logged no reason)")
 
     def _names(self, count: int) -> list[str]:
         names = [self.metric_name] if isinstance(self.metric_name, str) else list(self.metric_name)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequenc
 from typing import Any
 
 from .._warnings import warn_once
+from ..states import State
 from ..tracker import Tracker
 from ..values import summarize_arrays
 
@@ -334,7 +335,7 @@ class Run:
         with self._lock:
             self._commit()
         if self._tracker is not None:
-            self._tracker.finish("failed" if exit_code else None)
+            self._tracker.finish(State.FAILED if exit_code else None)
         _forget(self)
 
     def _event(self, kind: str, **data: Any) -> None:

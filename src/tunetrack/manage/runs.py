@@ -12,11 +12,11 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import states
 from ..edits import new_edit
 from ..errors import RunInUse
 from ..reader import Run
 from ..reader.find import find_run, named, store_at
+from ..states import State
 from ..store import layout
 
 Dir = str | os.PathLike[str] | None
@@ -66,7 +66,7 @@ def delete_runs(
     ``confirm`` (given the runs) may still say no, and then nothing is deleted."""
     store = store_at(dir)
     runs = list({r.id: r for r in (find_run(store, ref) for ref in refs)}.values())
-    running = [r for r in runs if r.state == states.RUNNING]
+    running = [r for r in runs if r.state == State.RUNNING]
     if running and not force:
         listed = ", ".join(f"{r.id} ({r.name})" for r in running)
         verb = "is" if len(running) == 1 else "are"

@@ -17,9 +17,10 @@ from pathlib import Path
 from ..errors import RunNotFound
 from ..reader import Run
 from ..reader.find import open_run, store_at
-from ..store import RunFolder, Store, StoreUnavailable, is_url, layout
+from ..store import RunFolder, Store, StoreUnavailable, is_url, layout, process_meta
 from ..store.framing import ScanReport, scan
 from ..store.local import ProcessCopy
+from ..store.process_meta import ProcessMeta
 from ..store.spool import spool_root
 
 
@@ -128,8 +129,7 @@ def _copy_run(src: Store, dst: Store, run_id: str, report: SyncReport) -> None:
         media = []  # sent with the first process
         if copy.meta is None and not copy.data and not copy.console and copy.end is None and not copy.media:
             continue
-        meta = source.process_meta(proc) or {}
-        primary = int((meta.get("rank") or {}).get("rank", 0) or 0) == 0
+        primary = process_meta.global_rank(source.process_meta(proc) or ProcessMeta()) == 0
         end = source.process_end(proc)
         copy.last = dict(end["last"]) if end and "last" in end else (reading.latest() if primary else None)
         dst.receive(run_id, proc, copy)

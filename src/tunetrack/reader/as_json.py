@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..metric_keys import main_loss
+from ..store import process_meta
 from .run import Run
 
 
@@ -65,7 +66,8 @@ def provenance(run: Run) -> dict[str, Any]:
     the run; and, for an imported run, where from (``imported``: ``from <tracker> <source>``)."""
     processes = run.meta["processes"]
     primary = next(
-        (p for p in processes if p.get("role") in ("primary", "import")), processes[0] if processes else {}
+        (p for p in processes if process_meta.role(p) in process_meta.LEADS),
+        processes[0] if processes else {},
     )
     imported = primary.get("imported") or {}
     source = imported.get("path") or imported.get("tracking_uri") or imported.get("project") or ""

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .. import config, failures, states
+from .. import config, failures
 from ..config import names
 from ..errors import AmbiguousName
+from ..states import State
 from ..values import is_number
 from .as_json import provenance
 from .console_log import Line
@@ -34,7 +35,7 @@ TRACEBACK_LINES = 200
 #: config keys ``tunetrack show`` shows without ``--full``
 KEY_CONFIG = 30
 #: states whose run shows its last console lines: the reason is usually there
-ENDED_BADLY = (states.FAILED, states.KILLED, states.CRASHED)
+ENDED_BADLY = (State.FAILED, State.KILLED, State.CRASHED)
 #: a table of samples in a report or the notebook panel: at most this many rows, this many characters
 #: a cell (a step of GRPO, 64 completions of 1.5 kB and their prompts, is cut to about 30 kB)
 SAMPLE_ROWS = 16
@@ -101,7 +102,7 @@ def key_config(run: Run) -> tuple[list[tuple[str, Any]], int]:
 
 def duration(run: Run) -> str:
     """From the start to the end, or to now while running: ``3m07s``, ``2h05m``."""
-    end = run.ended or (time.time() if run.state == states.RUNNING else None)
+    end = run.ended or (time.time() if run.state == State.RUNNING else None)
     if end is None or not run.created:
         return NONE
     seconds = int(max(end - run.created, 0))
@@ -165,9 +166,9 @@ def not_kept(run: Run) -> str:
     ]
     if parts:
         return "; ".join(parts)
-    if run.state == states.RUNNING:
+    if run.state == State.RUNNING:
         return "nothing so far (counted as the run ends)"
-    if run.state == states.CRASHED:  # no end record: nobody counted, and what was queued is gone
+    if run.state == State.CRASHED:  # no end record: nobody counted, and what was queued is gone
         return "unknown: the process died without recording its end (rows still queued then are lost)"
     return "nothing: every row logged was stored"
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import aggregates
 from ..metric_keys import LOSS_LIKE, minimized, spelled
+from ..states import State
 from ..store import layout
 from ..store.gc_pause import no_cyclic_gc
 from .as_json import run_json
@@ -59,7 +60,7 @@ class Catalog:
         sig, now = run.folder.signature(), time.monotonic()  # looked at afresh
         with self._lock:
             stale = hit is not None and (
-                sig != hit[0] or (now - hit[1] >= RECHECK and hit[2].state == "running")
+                sig != hit[0] or (now - hit[1] >= RECHECK and hit[2].state == State.RUNNING)
             )
             if hit is None or stale:
                 self._runs[run.id] = (sig, now, run)
@@ -153,7 +154,7 @@ class Catalog:
                 if hit is None and (was := kept.get(run_id)) is not None and was[0] == listed:
                     hit = (listed, now, was[1])
                 if hit is not None:
-                    live = hit[2]["state"] == "running"
+                    live = hit[2]["state"] == State.RUNNING
                     folder = store.run(run_id) if live else None
                     stamp = (listed, folder.signature()) if folder is not None else listed
                     if hit[0] == stamp and not (live and now - hit[1] >= RECHECK):
@@ -163,7 +164,7 @@ class Catalog:
                 if run is None:
                     continue  # not a run
                 loaded.append(run)
-                live = run.state == "running"
+                live = run.state == State.RUNNING
                 stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
                 shown = self._fresh(run) if live else run
                 row = run_json(shown, shown.latest())

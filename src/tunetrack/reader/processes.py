@@ -13,19 +13,21 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .. import settings, states
-from ..store import ends
+from .. import settings
+from ..states import State
+from ..store import ends, process_meta
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
+from ..store.process_meta import ProcessMeta, Role
 
 #: what listings read of a process's metadata (the rest: ``tunetrack show``, from the run's files)
-LISTED_META = ("host", "pid", "rank", "role", "start", "resumed", "upload_interval")
+LISTED_META = process_meta.LISTED
 
 
 @dataclass
 class Process:
     name: str
-    meta: dict[str, Any]
+    meta: ProcessMeta
     end: EndRecord | None
     folder: RunFolder | None  # None for a process known from a store's listing index
     #: the heartbeat and last values the listing index gave (object stores)
@@ -35,8 +37,7 @@ class Process:
     @property
     def node(self) -> str:
         """``node<node rank>:<host>``: names a node's system metrics, also when nodes share a host."""
-        rank = self.meta.get("rank") or {}
-        return f"node{int(rank.get('node_rank', 0) or 0)}:{self.meta.get('host', '?')}"
+        return f"node{process_meta.node_rank(self.meta)}:{self.meta.get('host', '?')}"
 
     @property
     def start(self) -> float:
@@ -45,7 +46,12 @@ class Process:
     @property
     def rank(self) -> int:
         """Its global rank in the job (0 for a lone process)."""
-        return int((self.meta.get("rank") or {}).get("rank", 0) or 0)
+        return process_meta.global_rank(self.meta)
+
+    @property
+    def role(self) -> Role | None:
+        """What it did for the run (None for a process an older tunetrack wrote)."""
+        return process_meta.role(self.meta)
 
     @property
     def primary(self) -> bool:
@@ -79,7 +85,7 @@ class Process:
 def processes(folder: RunFolder) -> list[Process]:
     """The run's writing processes, in the order they started."""
     procs = [
-        Process(name, folder.process_meta(name) or {}, folder.process_end(name), folder)
+        Process(name, folder.process_meta(name) or ProcessMeta(), folder.process_end(name), folder)
         for name in folder.processes()
     ]
     return sorted(procs, key=lambda p: p.start)
@@ -90,7 +96,7 @@ def listed_processes(summary: dict[str, Any]) -> list[Process]:
     procs = [
         Process(
             str(p.get("name")),
-            p.get("meta") or {},
+            process_meta.read(p.get("meta")) or ProcessMeta(),
             ends.read(p.get("end")),
             None,
             p.get("beat"),
@@ -111,13 +117,13 @@ def run_state(procs: list[Process], created: float) -> tuple[str, float | None, 
     latest = latest_primary(procs)
     if latest is None:  # created, and no process has written its metadata yet (or ever will)
         age = time.time() - created
-        return (states.RUNNING if age < settings.stale_after() else states.CRASHED), None, None
+        return (State.RUNNING if age < settings.stale_after() else State.CRASHED), None, None
     if latest.end is not None:
         return (
-            str(latest.end.get("state", states.FINISHED)),
+            str(latest.end.get("state", State.FINISHED)),
             latest.end.get("time"),
             latest.end.get("traceback"),
         )
     if latest.alive():
-        return states.RUNNING, None, None
-    return states.CRASHED, latest.heartbeat(), None
+        return State.RUNNING, None, None
+    return State.CRASHED, latest.heartbeat(), None

@@ -12,11 +12,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import aggregates, failures, states
+from .. import aggregates, failures
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
 from ..metric_keys import minimized, spelled
+from ..states import State
 from ..store import codec
 from ..store.base import RunFolder
 from ..store.ends import EndRecord
@@ -89,7 +90,7 @@ class Run:
         return list(self._identity.notes)
 
     def __repr__(self) -> str:
-        return f"Run(id={self.id!r}, name={self.name!r}, project={self.project!r}, state={self.state!r})"
+        return f"Run(id={self.id!r}, name={self.name!r}, project={self.project!r}, state={str(self.state)!r})"
 
     # -- processes and state -------------------------------------------------------------------
     @cached_property
@@ -122,7 +123,7 @@ class Run:
             "processes": [
                 {
                     "name": p.name,
-                    "meta": {k: p.meta[k] for k in LISTED_META if k in p.meta},
+                    "meta": {k: p.meta.get(k) for k in LISTED_META if k in p.meta},
                     "end": {
                         k: v for k, v in (p.end or {}).items() if k != "config"
                     },  # config: from the files
@@ -258,7 +259,7 @@ class Run:
         blocks = self._records.blocks
         logged = self.keys()
         found = metric_key(set(logged).__contains__, key)
-        if found is None and strict and self.state != states.RUNNING:
+        if found is None and strict and self.state != State.RUNNING:
             stored = self.stored_aggregates() or {}  # logged, but its records are damaged or gone
             if metric_key(stored.__contains__, key) is None:
                 raise unknown("metric", key, logged or list(stored))
@@ -488,7 +489,7 @@ class Run:
 
     @cached_property
     def _failed(self) -> Failure | None:
-        if self.state in (states.FINISHED, states.RUNNING):
+        if self.state in (State.FINISHED, State.RUNNING):
             return None
         found = console.failure(self.folder, self._processes)
         if found is None and self.error:  # no console (console=False), or it shows nothing known

@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import config, states
+from .. import config
+from ..states import State
 from ..values import is_number
 from .as_json import provenance
 from .run import Run
@@ -177,7 +178,7 @@ def runs_table(runs: Sequence[Run]) -> pa.Table:
     rows = []
     for run in runs:
         git = provenance(run)["git"] or {}
-        end = run.ended or (time.time() if run.state == states.RUNNING else None)
+        end = run.ended or (time.time() if run.state == State.RUNNING else None)
         rows.append(
             {
                 "id": run.id,

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import setting
 from ..config.names import bookkeeping
 from ..metric_keys import spellings
+from ..states import State
 from ..values import is_finite_number, is_number
 from .find import load
 from .groups import Group, metric_field, partition, values_of
@@ -55,7 +56,7 @@ class Configs:
             hit = self._kept.get(row["id"])
         if hit is not None and hit[0] == stamp:
             return hit[1]
-        if row.get("state") == "running":
+        if row.get("state") == State.RUNNING:
             run = catalog.open(row["id"])  # the cached run, read incrementally
         else:
             loaded = load(

@@ -33,6 +33,7 @@ from typing import Any
 
 from .blobs import Blobs, StoreUnavailable
 from .cache import ObjectCache
+from .process_meta import LISTED, ProcessMeta
 
 INDEX = ".index"
 COMPACT = ".index-compact"
@@ -63,10 +64,6 @@ def loads(data: bytes | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-#: what an index entry keeps of a process's metadata
-_ENTRY_META = ("host", "pid", "role", "rank", "start", "upload_interval", "resumed")
 
 
 def log_key(n: int) -> str:
@@ -103,7 +100,7 @@ def run_of(key: str) -> str | None:
 def index_entry(
     run: dict[str, Any],
     proc: str,
-    meta: dict[str, Any],
+    meta: ProcessMeta,
     last: dict[str, Any] | None,
     end: dict[str, Any] | None,
     beat: float,
@@ -114,7 +111,7 @@ def index_entry(
     return {
         "run": {k: run.get(k) for k in ("id", "name", "project", "tags", "created")},
         "proc": proc,
-        "meta": {k: meta.get(k) for k in _ENTRY_META},
+        "meta": {k: meta.get(k) for k in LISTED},
         "last": last,
         "end": end,
         "beat": beat,

@@ -26,6 +26,8 @@ from . import ends, jobs, layout
 from .ends import EndRecord
 from .framing import frame
 from .gc_pause import no_cyclic_gc
+from .process_meta import ProcessMeta
+from .process_meta import read as read_meta
 
 
 @dataclass
@@ -33,7 +35,7 @@ class ProcessCopy:
     """Part of a writing process, copied from one store to another (``tunetrack sync``)."""
 
     run: dict[str, Any]  # the run's run.json (created in the destination if it has no such run)
-    meta: dict[str, Any] | None
+    meta: ProcessMeta | None
     start: int  # where ``data`` goes in the process's records: the bytes the destination already has
     data: bytes
     end: EndRecord | None
@@ -75,7 +77,7 @@ class ProcessFiles:
         self._file: Any = None
         self._dirty = False
 
-    def open(self, proc_meta: dict[str, Any]) -> None:
+    def open(self, proc_meta: ProcessMeta) -> None:
         write_json_atomic(self.proc_path, proc_meta)
         self._file = open(self.data_path, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
 
@@ -166,8 +168,8 @@ class LocalRun:
         names = (layout.proc_of(p.name) for p in self.path.glob(f"*{layout.PROC_SUFFIX}"))
         return sorted(name for name in names if name is not None)
 
-    def process_meta(self, proc: str) -> dict[str, Any] | None:
-        return read_json(self.path / f"{proc}{layout.PROC_SUFFIX}")
+    def process_meta(self, proc: str) -> ProcessMeta | None:
+        return read_meta(read_json(self.path / f"{proc}{layout.PROC_SUFFIX}"))
 
     def process_end(self, proc: str) -> EndRecord | None:
         return ends.read(read_json(self.path / f"{proc}{layout.END_SUFFIX}"))
@@ -282,7 +284,7 @@ class LocalStore:
             json.dump(data, f, allow_nan=True, default=str)
         return True
 
-    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> ProcessFiles:
+    def open_process(self, run_id: str, proc: str, meta: ProcessMeta) -> ProcessFiles:
         """This process's files in the run, its metadata written."""
         files = ProcessFiles(self.root / run_id, proc)
         files.open(meta)

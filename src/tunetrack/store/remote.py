@@ -53,6 +53,8 @@ from .index import (
     run_of,
 )
 from .local import LocalStore
+from .process_meta import ProcessMeta
+from .process_meta import read as read_meta
 from .spool import spool_for, spool_root
 from .upload import UploadingProcess
 
@@ -115,7 +117,7 @@ class ObjectStore:
                 raise
             return existing.get("writer") == body.get("writer")
 
-    def open_process(self, run_id: str, proc: str, meta: dict[str, Any]) -> UploadingProcess:
+    def open_process(self, run_id: str, proc: str, meta: ProcessMeta) -> UploadingProcess:
         spool = spool_for(self.url)
         if spool.run(run_id) is None:  # another node's process, or a resume on another machine
             body = _within(START_WAIT, lambda: loads(self.blobs.get(f"{run_id}/{layout.RUN_JSON}")), None)
@@ -144,8 +146,9 @@ class ObjectStore:
         )
         if copy.end is not None:
             self.blobs.put(f"{prefix}{layout.END_SUFFIX}", dumps(copy.end))
-        entry = index_entry(copy.run, proc, copy.meta or {}, copy.last, copy.end, beat)
-        start = float((copy.meta or {}).get("start") or beat)
+        meta = copy.meta or ProcessMeta()
+        entry = index_entry(copy.run, proc, meta, copy.last, copy.end, beat)
+        start = float(meta.get("start") or beat)
         key = entry_key(run_id, proc, start)
         self.blobs.put(key, dumps(entry))
         announce(self.blobs, key)
@@ -309,8 +312,8 @@ class RemoteRun:
         names = (layout.proc_of(rel) for rel in self._listing() if "/" not in rel)
         return sorted(name for name in names if name is not None)
 
-    def process_meta(self, proc: str) -> dict[str, Any] | None:
-        return loads(self._get(f"{proc}{layout.PROC_SUFFIX}"))
+    def process_meta(self, proc: str) -> ProcessMeta | None:
+        return read_meta(loads(self._get(f"{proc}{layout.PROC_SUFFIX}")))
 
     def process_end(self, proc: str) -> EndRecord | None:
         return ends.read(loads(self._get(f"{proc}{layout.END_SUFFIX}")))

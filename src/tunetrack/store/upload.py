@@ -34,6 +34,7 @@ from .ends import EndRecord
 from .index import announce, dumps, entry_key, index_entry
 from .layout import BEAT_SUFFIX
 from .local import ProcessFiles
+from .process_meta import ProcessMeta
 from .spool import spool_for
 
 
@@ -70,9 +71,9 @@ class Sent:
 class UploadingProcess:
     """A ``ProcessWriter``: the local spool's files, and the thread that uploads them."""
 
-    def __init__(self, store: Bucket, run_id: str, proc: str, meta: dict[str, Any]) -> None:
+    def __init__(self, store: Bucket, run_id: str, proc: str, meta: ProcessMeta) -> None:
         self.store, self.run_id, self.proc = store, run_id, proc
-        self.meta = {**meta, "upload_interval": store.upload_interval}
+        self.meta: ProcessMeta = {**meta, "upload_interval": store.upload_interval}
         self.spool = spool_for(store.url)
         self.files: ProcessFiles = self.spool.open_process(run_id, proc, self.meta)
         self.console_path = self.files.console_path

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .. import failures, states
+from .. import failures
 from .._warnings import warn_once
 from ..errors import InvalidValue
 from ..monitoring.alerts import LEVELS, Alert, Alerter
+from ..states import State
 
 #: console lines an end alert carries
 ALERT_LINES = 10
@@ -43,7 +44,7 @@ class Alerts:
             )
             level = "error"
         self._record("alert", title=str(title), text=str(text), level=level)
-        self._send(str(title), str(text), level, states.RUNNING)
+        self._send(str(title), str(text), level, State.RUNNING)
 
     def end(self, state: str, error: str | None, step: int, console: Sequence[str] = ()) -> None:
         """The alert for how the run ended (failed, killed; finished if asked), then up to one
@@ -56,10 +57,10 @@ class Alerts:
         title = f" ({found.name})" if found else ""
         tail = "\n".join(console[-ALERT_LINES:])
         shown = f"\n\nlast console lines:\n{tail}" if tail else ""
-        if state == states.FAILED:
+        if state == State.FAILED:
             lines = (error or "").strip().splitlines()
             self._send(f"run failed{title}", (lines[-1] if lines else "") + shown, "error", state)
-        elif state == states.KILLED:
+        elif state == State.KILLED:
             self._send(f"run killed{title}", f"stopped at step {step}{shown}", "warn", state)
         elif self._alert_finished:
             self._send("run finished", f"{step} steps", "info", state)

@@ -1,5 +1,6 @@
 """Console capture, on the training process's side: fds 1 and 2 redirected into a recorder process
-(``writer/console_recorder.py``) that writes every byte through to where it went before and records it.
+(``writer/console_recorder.py``, started and spoken to as ``writer/recorder_protocol.py`` says) that writes every
+byte through to where it went before and records it.
 
 Redirecting the descriptors, not ``sys.stdout``, is what catches everything: ``print``, ``logging``,
 warnings, C and C++ libraries, CUDA and NCCL messages, ``faulthandler``'s dump, and child processes,
@@ -16,16 +17,24 @@ while setting it up is one warning, and the run goes on uncaptured.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import select
 import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 from .._warnings import warn_once
+from ..writer.recorder_protocol import (
+    Args,
+    FromRecorder,
+    Messages,
+    RecordTo,
+    Stop,
+    Stream,
+    ToRecorder,
+    encode,
+)
 
 #: how long ``Tracker.start()`` waits at most for the recorder to start (it takes a few tenths of a second)
 READY_WAIT = 10.0
@@ -113,7 +122,7 @@ class Starting:
             raise
 
     def _spawn(self, captured: tuple[int, ...], max_bytes: int) -> None:
-        args, reads = [], []
+        streams, reads = [], []
         for fd in captured:
             self.originals[fd] = self._keep(os.dup(fd))
         for fds in _channels(captured):
@@ -121,8 +130,7 @@ class Starting:
             read, write = _terminal_pty(fds[0]) if is_pty else _pipe()
             self.ends.update(dict.fromkeys(fds, self._keep(write)))
             reads.append(self._keep(read))
-            names = ",".join(map(str, fds))
-            args += ["--stream", f"{names}:{read}:{self.originals[fds[0]]}:{int(is_pty)}"]
+            streams.append(Stream(fds, read, self.originals[fds[0]], is_pty))
         control_read, self.control = map(self._keep, os.pipe())
         self.ack, ack_write = map(self._keep, os.pipe())
         package_root = str(Path(__file__).resolve().parents[2])  # where this tunetrack is imported from
@@ -133,8 +141,7 @@ class Starting:
         if not sys.executable:
             raise RuntimeError("no Python executable to start the console recorder with")
         self.recorder = subprocess.Popen(
-            [sys.executable, "-m", "tunetrack.writer.console_recorder", *args]
-            + ["--control", str(control_read), "--ack", str(ack_write), "--max-bytes", str(max_bytes)],
+            Args(tuple(streams), control_read, ack_write, max_bytes).command(sys.executable),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self.originals[2],  # always captured: the recorder's own complaints go where stderr went
@@ -173,7 +180,7 @@ class Starting:
         global _active
         ready, _, _ = select.select([self.ack], [], [], READY_WAIT)
         line = os.read(self.ack, 64) if ready else b""
-        if not line.startswith(b'{"ready"'):
+        if not any("ready" in message for message in Messages[FromRecorder]().feed(line)):
             self.cancel()
             warn_once("console", "the console recorder did not start; the console is not recorded")
             return None
@@ -201,7 +208,7 @@ class ConsoleCapture:
         self.ack = ack
         self.restored = False
         self.stopped = threading.Event()
-        self.answer: dict[str, Any] = {}
+        self.last: list[str] = []  # the recorder's answer to the stop
         self._restore_lock = threading.Lock()
         self.watcher = threading.Thread(target=self._watch, name="tunetrack-console", daemon=True)
         self.watcher.start()
@@ -209,11 +216,11 @@ class ConsoleCapture:
     def record_to(self, path: Path) -> None:
         """Where the recorder writes: the process's console file (``ProcessWriter.console_path``),
         known once the process's files are open (another node's process: once it joined the run)."""
-        self._send({"path": str(path)})
+        self._send(RecordTo(path=str(path)))
 
-    def _send(self, message: dict[str, Any]) -> bool:
+    def _send(self, message: ToRecorder) -> bool:
         try:
-            os.write(self.control, json.dumps(message).encode() + b"\n")
+            os.write(self.control, encode(message))
             return True
         except OSError:
             return False
@@ -221,7 +228,7 @@ class ConsoleCapture:
     def _watch(self) -> None:
         """Read the recorder's answers; if it dies while capturing, give the descriptors back at once
         (a print must never fail because nobody reads the pipe)."""
-        buffer = b""
+        messages = Messages[FromRecorder]()
         while True:
             try:
                 chunk = os.read(self.ack, 65536)
@@ -229,12 +236,9 @@ class ConsoleCapture:
                 chunk = b""
             if not chunk:
                 break
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                message = json.loads(line)
-                if message.get("done"):
-                    self.answer = message
+            for message in messages.feed(chunk):
+                if "done" in message:
+                    self.last = message["last"]
                     self.stopped.set()
         if not self.stopped.is_set() and not self.restored:
             self._restore()
@@ -265,8 +269,8 @@ class ConsoleCapture:
         to print on stderr, is recorded as printed. The recorder itself stays while a child process
         still writes into the descriptors it inherited, passing its output through."""
         self._restore()
-        if self._send({"stop": True, "error": error}):
+        if self._send(Stop(stop=True, error=error)):
             self.stopped.wait(STOP_WAIT)
         with contextlib.suppress(OSError):
             os.close(self.control)
-        return [str(line) for line in self.answer.get("last") or []]
+        return [str(line) for line in self.last]

@@ -18,7 +18,7 @@ import traceback
 import weakref
 from typing import Any, Protocol
 
-from .. import states
+from ..states import State
 
 
 class LiveRun(Protocol):
@@ -66,7 +66,7 @@ def untrack(run: LiveRun) -> None:
 
 def exit_state(run: LiveRun) -> str | None:
     """``killed`` if SIGTERM/SIGINT reached this process while ``run`` was recording, else None."""
-    return states.KILLED if run in _signalled else None
+    return State.KILLED if run in _signalled else None
 
 
 def _install() -> None:
@@ -91,7 +91,7 @@ def _finish_all(state: str | None = None, tb: str | None = None) -> None:
 def _excepthook(exc_type: Any, exc: Any, tb: Any) -> None:
     killed = issubclass(exc_type, KeyboardInterrupt)
     _finish_all(
-        states.KILLED if killed else states.FAILED, "".join(traceback.format_exception(exc_type, exc, tb))
+        State.KILLED if killed else State.FAILED, "".join(traceback.format_exception(exc_type, exc, tb))
     )
     _previous_excepthook(exc_type, exc, tb)
 
@@ -108,6 +108,6 @@ def _on_signal(signum: int, frame: Any) -> None:
     if callable(previous):
         previous(signum, frame)  # e.g. KeyboardInterrupt for SIGINT: the excepthook/atexit end the run
         return
-    _finish_all(states.KILLED)
+    _finish_all(State.KILLED)
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)

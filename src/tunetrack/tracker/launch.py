@@ -13,7 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import cast
+
+from ..writer import Ranks, Role
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,10 @@ class RankInfo:
     node_rank: int = 0
     local_world_size: int = 1
     launcher: str | None = None
+
+    def as_meta(self) -> Ranks:
+        """These ranks as the process's metadata records them."""
+        return cast(Ranks, asdict(self))
 
 
 # Per launcher family, space-separated candidates for: rank, local rank, world size, local world size,
@@ -150,15 +157,15 @@ def job_id(env: Mapping[str, str] | None = None) -> str | None:
 
 def role_of(
     ranks: RankInfo, job: str | None, all_ranks: bool, use_store: bool, console: bool = False
-) -> str | None:
+) -> Role | None:
     """What this process does for the run: ``primary`` records it (global rank 0, or every rank with
     ``all_ranks``); ``node``, the first rank of another node, adds that node's system metrics (and
     its console) to the job's run; ``console``, any other rank while the console is recorded, adds its
     console alone (only a job with a key, into a store, can be joined); None records nothing."""
     if ranks.rank == 0 or all_ranks:
-        return "primary"
+        return Role.PRIMARY
     if job is None or not use_store:
         return None
     if ranks.local_rank == 0:
-        return "node"
-    return "console" if console else None
+        return Role.NODE
+    return Role.CONSOLE if console else None

@@ -12,10 +12,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Any, TypeVar
 
 from ..redact import redact_argv, strip_credentials
+from ..writer import ProcessMeta
 from .launch import RankInfo, rank_info
 
 #: Packages whose installed version is recorded (read from their metadata, never imported).
@@ -142,7 +142,7 @@ def _platform() -> str:
     return f"{u.sysname}-{u.release}-{u.machine}" + (f"-with-{libc}" if libc else "")
 
 
-def run_metadata() -> dict[str, Any]:
+def run_metadata() -> ProcessMeta:
     """What a run records about the process that writes it. Never raises.
 
     Typically 20-50 ms, most of it the two git subprocesses, which run while package versions are read.
@@ -154,7 +154,7 @@ def run_metadata() -> dict[str, Any]:
     cwd = _try(os.getcwd)  # FileNotFoundError when the directory was deleted
     deadline = time.monotonic() + GIT_TIMEOUT
     git = _try(lambda: _git_start(cwd), []) if cwd else []
-    meta = {
+    meta: ProcessMeta = {
         "host": _try(socket.gethostname, "unknown"),
         "pid": os.getpid(),
         "user": _try(getpass.getuser),  # KeyError/OSError for a uid without a passwd entry
@@ -165,7 +165,7 @@ def run_metadata() -> dict[str, Any]:
         "executable": sys.executable,
         "versions": _try(versions, {}),
         "git": _try(lambda: _git_finish(git, deadline)) if git else None,
-        "rank": _try(lambda: asdict(rank_info()), asdict(RankInfo())),
+        "rank": _try(lambda: rank_info().as_meta(), RankInfo().as_meta()),
     }
     if "CUDA_VISIBLE_DEVICES" in os.environ:
         meta["cuda_visible_devices"] = os.environ["CUDA_VISIBLE_DEVICES"]

@@ -8,7 +8,6 @@ and reported at ``finish()``.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -17,15 +16,27 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import settings, states
+from .. import settings
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
 from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
+from ..states import State
 from ..values import FAST_TYPES, snapshot
-from ..writer import Channel, ConfigUpdate, Event, MediaFile, RunEdit, RunRequest, SystemSample, Table, Writer
+from ..writer import (
+    Channel,
+    ConfigUpdate,
+    Event,
+    MediaFile,
+    Role,
+    RunEdit,
+    RunRequest,
+    SystemSample,
+    Table,
+    Writer,
+)
 from . import exit_hooks
 from .alerting import Alerts
 from .console_capture import ConsoleCapture
@@ -223,12 +234,12 @@ class Tracker:
                 project=self.project,
                 tags=self._labels.tags,
                 created=now,
-                process={**run_metadata(), "role": role, "rank": dataclasses.asdict(ranks)},
-                job=job if role == "primary" and ranks.rank == 0 else None,
+                process={**run_metadata(), "role": role, "rank": ranks.as_meta()},
+                job=job if role == Role.PRIMARY and ranks.rank == 0 else None,
                 upload_interval=self._opts.upload_interval,
             )
             urls = settings.alert_urls(self._opts.alerts)
-            if urls and role == "primary":
+            if urls and role == Role.PRIMARY:
                 self._alerts.alerter = Alerter(urls)
             writer = self._writer = self._opts.writer(self._alerts.alerter)
         except BaseException:  # the run does not start: neither does the console's recorder
@@ -240,9 +251,9 @@ class Tracker:
             self._console = recorder.redirect()
             if self._console is not None:
                 writer.console_sink = self._console.record_to
-        if role == "primary":  # only it takes rows
+        if role == Role.PRIMARY:  # only it takes rows
             self._put = writer.channel.put_row
-        if role in ("node", "console"):
+        if role in (Role.NODE, Role.CONSOLE):
             # Another rank: no training metrics here, but its console (and on another node's first
             # rank, that node's system metrics) join the job's run once global rank 0 has published it.
             self._active = False
@@ -296,7 +307,7 @@ class Tracker:
                 last_lines = self._console.stop(error)
             if writer is None:
                 return
-            state = state or exit_hooks.exit_state(self) or states.FINISHED
+            state = state or exit_hooks.exit_state(self) or State.FINISHED
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
             except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop
@@ -336,7 +347,7 @@ class Tracker:
             self.finish()
         else:
             text = "".join(traceback.format_exception(exc_type, exc, tb))
-            self.finish(states.KILLED if issubclass(exc_type, KeyboardInterrupt) else states.FAILED, text)
+            self.finish(State.KILLED if issubclass(exc_type, KeyboardInterrupt) else State.FAILED, text)
 
     # -- recording ---------------------------------------------------------------------------------
     def log(self, metrics: Mapping[str, Any], step: int | None = None) -> None:

@@ -21,10 +21,11 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from .. import metric_keys, states
+from .. import metric_keys
 from ..errors import RunNotFound
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
 from ..reader.as_text import samples_text
+from ..states import State
 from . import assets
 from .assets import STATIC
 
@@ -78,7 +79,7 @@ def _panel_class() -> type:
             self._stop = threading.Event()
             self._samples: dict[str, tuple[Any, dict[str, Any] | None]] = {}  # run id: (index, table)
             self.refresh()
-            if any(r.state == states.RUNNING for r in runs):
+            if any(r.state == State.RUNNING for r in runs):
                 thread = threading.Thread(target=_follow, args=(weakref.ref(self),), daemon=True)
                 thread.start()
 
@@ -134,7 +135,7 @@ def _follow(ref: weakref.ref) -> None:
             panel.refresh()
         except Exception:  # a run being written between two reads: the next tick reads it whole
             continue
-        if not any(r["state"] == states.RUNNING for r in panel.runs):
+        if not any(r["state"] == State.RUNNING for r in panel.runs):
             return
         del panel
 

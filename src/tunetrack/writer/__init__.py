@@ -1,6 +1,7 @@
 """The writer: a background thread that turns what the tracker queued into records in the store
 (and calls the backends), so that ``Tracker.log`` only has to append."""
 
+from ..store.process_meta import ProcessMeta, Ranks, Role  # what a RunRequest carries, for whoever builds one
 from .channel import Channel
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample, Table
@@ -16,7 +17,10 @@ __all__ = [
     "MediaFile",
     "Message",
     "OpenedRun",
+    "ProcessMeta",
+    "Ranks",
     "RunEdit",
+    "Role",
     "RunRequest",
     "SystemSample",
     "Table",

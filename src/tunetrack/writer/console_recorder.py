@@ -22,18 +22,16 @@ global rank 0 has published it): records wait in memory until then. Past ``max_b
 output the first half is kept as it came, the last half is kept in memory and written when the
 process ends, with a note between them saying how much was cut.
 
-The training process talks to it over a control pipe, one JSON object a line: ``{"path": ...}`` (where
-to record), ``{"stop": true, "error": ...}`` (``finish()``: it restored its fds; record what is still
-in the pipes, and the traceback Python is about to print after capture ended, then answer on the
-ack pipe with the last lines, for the alert, and only pass bytes through from then on).
+The training process talks to it over a control pipe and it answers on an ack pipe
+(``recorder_protocol``: its command line and the messages): where to record, and at ``finish()`` to
+stop (record what is still in the pipes, and the traceback Python is about to print after capture
+ended, then answer with the last lines, for the alert, and only pass bytes through from then on).
 """
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import contextlib
-import json
 import os
 import re
 import select
@@ -46,6 +44,7 @@ from typing import Any
 from ..redact import redact_text
 from ..store import codec
 from ..store.framing import frame
+from .recorder_protocol import Args, Done, Messages, Ready, ToRecorder, encode
 
 #: bytes one read takes off a pipe
 READ = 1 << 20
@@ -342,13 +341,14 @@ def _copy_winsize(source: int, target: int) -> None:
         pass
 
 
-def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max_bytes: int) -> None:
-    """Pass ``streams`` (read fd -> (stream, original fd, is a pty)) through and record them, until
-    every one is at EOF."""
-    recorder = Recorder(max_bytes)
+def serve(args: Args) -> None:
+    """Pass ``args.streams`` through and record them, until every one is at EOF."""
+    recorder = Recorder(args.max_bytes)
     recorder.start()
-    originals = {read: original for read, (_, original, _) in streams.items()}
-    ptys = [(original, read) for read, (_, original, is_pty) in streams.items() if is_pty]
+    streams = {stream.read: stream.kind for stream in args.streams}
+    originals = {stream.read: stream.original for stream in args.streams}
+    ptys = [(stream.original, stream.read) for stream in args.streams if stream.pty]
+    control, ack = args.control, args.ack
     if ptys:
 
         def resized(*_: Any) -> None:
@@ -359,7 +359,7 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
     poller = select.poll()
     for fd in [*streams, control]:
         poller.register(fd, select.POLLIN)
-    open_streams, recording, buffer = set(streams), True, b""
+    open_streams, recording, messages = set(streams), True, Messages[ToRecorder]()
 
     def read(fd: int) -> bool:
         try:
@@ -376,7 +376,7 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
         if originals[fd] >= 0 and not _pass_through(originals[fd], data):
             originals[fd] = -1
         if recording:
-            recorder.put(streams[fd][0], data)
+            recorder.put(streams[fd], data)
         return True
 
     control_open = True
@@ -397,46 +397,31 @@ def serve(streams: dict[int, tuple[int, int, bool]], control: int, ack: int, max
                 poller.unregister(control)
                 control_open = False
                 continue
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                message: dict[str, Any] = json.loads(line)
+            for message in messages.feed(chunk):
                 if "path" in message:
                     recorder.record_to(message["path"])
-                if message.get("stop") and recording:
+                if "stop" in message and recording:
                     for stream_fd in list(open_streams):  # what was printed before fds were restored
                         os.set_blocking(stream_fd, False)
                         while stream_fd in open_streams and read(stream_fd):
                             pass
                         if stream_fd in open_streams:
                             os.set_blocking(stream_fd, True)
-                    if message.get("error"):
+                    if message["error"]:
                         recorder.note(codec.STDERR, message["error"])
                     recording = False
                     last = recorder.close(timeout=10.0)
-                    _pass_through(ack, json.dumps({"done": True, "last": last}).encode() + b"\n")
+                    _pass_through(ack, encode(Done(done=True, last=last)))
     if recording:
         recorder.close(timeout=60.0)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tunetrack.writer.console_recorder")
-    parser.add_argument(
-        "--stream", action="append", default=[], help="FDS:READ_FD:ORIGINAL_FD:PTY (FDS: 1, 2 or 1,2)"
-    )
-    parser.add_argument("--control", type=int, required=True)
-    parser.add_argument("--ack", type=int, required=True)
-    parser.add_argument("--max-bytes", type=int, required=True)
-    args = parser.parse_args(argv)
-    _pass_through(args.ack, b'{"ready": true}\n')  # the training process redirects its fds now
+    args = Args.parse(argv)
+    _pass_through(args.ack, encode(Ready(ready=True)))  # the training process redirects its fds now
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_IGN)
-    streams = {}
-    for spec in args.stream:
-        fds, read, original, is_pty = spec.split(":")
-        stream = {"1": codec.STDOUT, "2": codec.STDERR}.get(fds, codec.BOTH)
-        streams[int(read)] = (stream, int(original), is_pty == "1")
-    serve(streams, args.control, args.ack, args.max_bytes)
+    serve(args)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .._warnings import warn_once
 from ..edits import fold
 from ..store import codec, layout, open_store
 from ..store.base import ProcessWriter, Store
+from ..store.process_meta import ProcessMeta
 
 #: how long another node's first rank waits for global rank 0 to publish the job's run
 JOIN_TIMEOUT = 1800.0
@@ -32,7 +32,7 @@ class RunRequest:
     tags: list[str]
     created: float
     #: what the process records about itself (``provenance.run_metadata()``, role, ranks)
-    process: dict[str, Any] = field(default_factory=dict)
+    process: ProcessMeta = field(default_factory=ProcessMeta)
     #: the distributed job whose other nodes join this run (``launch.job_id()``; global rank 0 only)
     job: str | None = None
     #: seconds between uploads, for a store in object storage (None: ``settings.upload_interval()``)
@@ -121,7 +121,12 @@ def _open_files(store: Store, opened: Opened, request: RunRequest) -> None:
 
 
 def _open_process(store: Store, run: OpenedRun, request: RunRequest) -> ProcessWriter:
-    meta = {**request.process, "run_id": run.id, "start": request.created, "resumed": run.resumed}
+    meta: ProcessMeta = {
+        **request.process,
+        "run_id": run.id,
+        "start": request.created,
+        "resumed": run.resumed,
+    }
     return store.open_process(run.id, layout.proc_name(request.created), meta)
 
 

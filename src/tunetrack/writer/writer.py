@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import states
 from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..monitoring.alerts import Alert, Alerter
 from ..monitoring.health import HealthMonitor, describe, warning
+from ..states import State
 from ..store import codec, layout
 from ..store.base import ProcessWriter, Store
 from ..store.ends import EndRecord
@@ -315,7 +315,7 @@ class Writer(threading.Thread):
         run = self.run_info
         if self.alerter is not None and run is not None:
             title, text = describe(problem, step)
-            alert = Alert(title, text, "warn", run.id, run.name, run.project, states.RUNNING)
+            alert = Alert(title, text, "warn", run.id, run.name, run.project, State.RUNNING)
             self.alerter.send(alert, key=(run.id, "health", problem["key"], problem["problem"]))
         warn_once(f"{self._run_id}:health:{problem['problem']}", warning(problem, step))
 
@@ -351,7 +351,7 @@ class Writer(threading.Thread):
             self._write_rows()
         if self._pending_system:
             self._write_system()
-        state = self._end["state"] if self._end is not None else states.FINISHED
+        state = self._end["state"] if self._end is not None else State.FINISHED
         self._mirroring.set()  # the backends catch up side by side; finish() waits as long as they do
         try:
             backends = self._fanout.close(state, self.backend_timeout, self._stop_mirroring)

@@ -20,13 +20,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ... import states
 from ...backends.comet import Archive, read_archive
 from ...backends.names import comet as names
+from ...states import State
 from .source import Imported, SourceError, SourceRun, nested, number, rows_of
 
 #: the states tunetrack's mirror records that a tunetrack run can end in
-_ENDS = (states.FINISHED, states.FAILED, states.KILLED, states.CRASHED)
+_ENDS = (State.FINISHED, State.FAILED, State.KILLED, State.CRASHED)
 
 
 def runs(paths: Iterable[str | os.PathLike[str]]) -> Iterator[SourceRun | Imported]:
@@ -63,7 +63,7 @@ def _run(archive: Archive) -> SourceRun:
     others = archive.others
     state = others.get(names.STATE)
     if state not in _ENDS:
-        state = states.FAILED if archive.error else states.FINISHED
+        state = State.FAILED if archive.error else State.FINISHED
     last = max([archive.started, *(p[0] for p in metrics[-1:])])
     return SourceRun(
         key=f"comet:{archive.key}:{int(archive.started * 1000)}",
@@ -75,7 +75,7 @@ def _run(archive: Archive) -> SourceRun:
         tags=[*archive.tags, *_other_tags(others)],
         state=state,
         ended=archive.stopped or last,
-        error=archive.error if state == states.FAILED else None,
+        error=archive.error if state == State.FAILED else None,
         system=lambda: rows_of(system),
         host=archive.host,
         origin={

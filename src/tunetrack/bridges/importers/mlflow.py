@@ -16,12 +16,12 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from ... import states
 from ...backends.mlflow import limited, request_limits
 from ...backends.names import mlflow as names
+from ...states import STATES, State
 from .source import Imported, SourceError, SourceRun, nested, rows_of, settled
 
-_STATES = {"FINISHED": states.FINISHED, "FAILED": states.FAILED, "KILLED": states.KILLED}
+_STATES = {"FINISHED": State.FINISHED, "FAILED": State.FAILED, "KILLED": State.KILLED}
 #: per-request bounds while importing: an unreachable server is an error in seconds, not minutes
 _LIMITS = request_limits(timeout=30, retries=2)
 _NAMED = {"True": True, "False": False, "None": None}  # what ``mlflow.log_param`` writes for these
@@ -69,8 +69,8 @@ def _run(client: Any, where: str, experiment: str, run: Any) -> SourceRun | Impo
     if state is None:  # RUNNING or SCHEDULED
         if not settled(last):
             return Imported("", name, "mlflow", "skipped: still running in MLflow; import it once it ends")
-        state = states.CRASHED
-    if tags.get(names.STATE) in states.STATES:  # a tunetrack mirror says what MLflow cannot
+        state = State.CRASHED
+    if tags.get(names.STATE) in STATES:  # a tunetrack mirror says what MLflow cannot
         state = tags[names.STATE]
     points = sorted(
         ((m.timestamp / 1000, m.step, key, m.value) for key, history in histories.items() for m in history),

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ... import settings, states
+from ... import settings
 from ...backends.base import Row
 from ...errors import TunetrackError
+from ...states import State
 
 #: the trackers runs can be imported from: ``tunetrack import NAME``
 SOURCES = ("tensorboard", "mlflow", "wandb", "trackio", "comet")
@@ -38,7 +39,7 @@ class SourceRun:
     project: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
-    state: str = states.FINISHED
+    state: str = State.FINISHED
     ended: float | None = None
     error: str | None = None
     #: system-metric rows, where the source samples the machine

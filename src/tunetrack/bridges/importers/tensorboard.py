@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ... import states
 from ...backends.names import tensorboard as names
+from ...states import STATES, State
 from .source import SourceError, SourceRun, rows_of
 
 
@@ -47,7 +47,7 @@ def _run(root: Path, folder: Path, accumulator: Any) -> SourceRun:
         with contextlib.suppress(ValueError):
             config = {**json.loads(texts["config"].strip("`\n")), **config}
     name = folder.relative_to(root).as_posix() if folder != root else root.resolve().name
-    state = texts.get(names.STATE, states.FINISHED)
+    state = texts.get(names.STATE, State.FINISHED)
     try:
         created = accumulator.FirstEventTimestamp()
     except ValueError:  # files without any event
@@ -59,7 +59,7 @@ def _run(root: Path, folder: Path, accumulator: Any) -> SourceRun:
         created=created,
         rows=lambda: rows_of(points),
         config=config,
-        state=state if state in states.STATES else states.FINISHED,
+        state=state if state in STATES else State.FINISHED,
         ended=points[-1][0] if points else created,
         origin={"from": "tensorboard", "path": str(folder.resolve())},
     )

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from ... import states
 from ...backends.base import Row
 from ...backends.names import trackio as names
+from ...states import State
 from .source import SourceError, SourceRun, scalars
 
 
@@ -72,9 +72,9 @@ def _run(storage: Any, project: str, record: dict[str, Any]) -> SourceRun:
 def _state(storage: Any, project: str, name: str, run_id: str | None) -> str:
     for alert in storage.get_alerts(project, run_name=name, run_id=run_id):
         state = names.ended(str(alert.get("title") or ""))
-        if state in (states.FAILED, states.KILLED, states.CRASHED):
+        if state in (State.FAILED, State.KILLED, State.CRASHED):
             return state
-    return states.FINISHED
+    return State.FINISHED
 
 
 def _time(value: Any) -> float:

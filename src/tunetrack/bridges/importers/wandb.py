@@ -22,8 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ... import states
 from ...backends.base import Row
+from ...states import State
 from .source import Imported, SourceError, SourceRun, number, scalars, settled
 
 _NON_FINITE = ("NaN", "Infinity", "-Infinity")
@@ -119,11 +119,9 @@ def _run(file: Path) -> SourceRun | Imported:
     if exit_code is None:
         if not settled(last):
             return Imported("", name, "wandb", "skipped: still running; import it once it ends")
-        state = states.CRASHED
+        state = State.CRASHED
     else:
-        state = (
-            states.FINISHED if exit_code == 0 else states.KILLED if exit_code in _KILLED else states.FAILED
-        )
+        state = State.FINISHED if exit_code == 0 else State.KILLED if exit_code in _KILLED else State.FAILED
     created = _time(info["start_time"]) if info.get("start_time") else (rows[0][1] if rows else last)
     return SourceRun(
         key=f"wandb:{file.parent.name}/{file.name}",
@@ -135,7 +133,7 @@ def _run(file: Path) -> SourceRun | Imported:
         tags=[str(tag) for tag in info.get("tags") or []],
         state=state,
         ended=rows[-1][1] if rows else created,
-        error=f"exit code {exit_code}" if state == states.FAILED else None,
+        error=f"exit code {exit_code}" if state == State.FAILED else None,
         system=lambda: system,
         host=info.get("host") or None,
         origin={"from": "wandb", "path": str(file.resolve()), "run_id": info.get("run_id")},

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from ... import settings
 from ...reader import run_exists
-from ...writer import ConfigUpdate, RunRequest, SystemSample, Writer
+from ...writer import ConfigUpdate, Role, RunRequest, SystemSample, Writer
 from .source import Imported, SourceError, SourceRun, run_id_for
 
 #: the longest an importer waits for its writer to take rows (the writer is writing a file: a wait
@@ -47,7 +47,7 @@ def write(source: SourceRun, dir: str | os.PathLike[str], project: str | None = 
         tags=list(source.tags),
         created=source.created,
         process={
-            "role": "import",
+            "role": Role.IMPORT,
             "imported": {**source.origin, "at": time.time()},
             **({"host": source.host} if source.host else {}),
         },

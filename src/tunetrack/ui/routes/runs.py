@@ -230,8 +230,7 @@ def logs(
         lines = r.console(rank, since, grep or None, tail)
     except re.error as exc:
         raise HTTPException(400, grep_error(grep, exc)) from None
-    ranks = sorted({int((p.get("rank") or {}).get("rank", 0) or 0) for p in r.meta["processes"]})
-    return {"lines": [line.as_json() for line in lines], "ranks": ranks, "failure": r.failure}
+    return {"lines": [line.as_json() for line in lines], "ranks": r.ranks, "failure": r.failure}
 
 
 @router.get("/api/runs/{run_id}/series", summary="One metric, downsampled (M4) or new points since a cursor")

@@ -10,6 +10,7 @@ from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
 from ..store import Store, open_store
 from ..store.gc_pause import no_cyclic_gc
+from . import listing_cache
 from .names import closest
 from .run import Run
 
@@ -39,7 +40,7 @@ def load(store: Store, run_id: str, stamp: Any = None) -> Run | None:
 
 def all_runs(store: Store) -> list[Run]:
     """Every run of the store. What was read of ended runs is handed back to the store for the next
-    listing (``Run.listing_entry``): a folder of 10,000 runs is then one file and one directory."""
+    listing (``listing_cache.entry``): a folder of 10,000 runs is then one file and one directory."""
     entries = store.entries()
     with no_cyclic_gc():
         runs = [run for run_id, stamp in entries if (run := load(store, run_id, stamp)) is not None]
@@ -49,7 +50,7 @@ def all_runs(store: Store) -> list[Run]:
 
 def keep(store: Store, runs: Sequence[Run], present: set[str]) -> None:
     """Hand what was read of ``runs`` to the store's listing (``Store.keep_listed``)."""
-    kept = {run.id: entry for run in runs if (entry := run.listing_entry()) is not None}
+    kept = {run.id: kept for run in runs if (kept := listing_cache.entry(run)) is not None}
     store.keep_listed(kept, present)
 
 

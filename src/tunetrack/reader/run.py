@@ -26,7 +26,8 @@ from . import from_ends
 from .console_log import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .names import metric_key, unknown
-from .processes import LISTED_META, Process, latest_primary, listed_processes, processes, run_state
+from .processes import Process, latest_primary, listed_processes, run_state
+from .processes import processes as read_processes
 from .records import ProcessRecords, read_process
 from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
@@ -68,7 +69,7 @@ class Run:
         """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
         with self._lock:
             self._merged = None
-            for name in ("_processes", "_listed", "_status", "_identity", "config", "_failed"):
+            for name in ("processes", "_listed", "_status", "_identity", "config", "_failed"):
                 self.__dict__.pop(name, None)
 
     # -- identity: run.json as the run's edits left it ------------------------------------------------
@@ -94,44 +95,21 @@ class Run:
 
     # -- processes and state -------------------------------------------------------------------
     @cached_property
-    def _processes(self) -> list[Process]:
-        return processes(self.folder)
+    def processes(self) -> list[Process]:
+        """Its writing processes, from the run's own files (their metadata and end records)."""
+        return read_processes(self.folder)
+
+    @property
+    def stored(self) -> dict[str, Any]:
+        """``run.json`` as it was written (``name`` and ``tags`` before any edit)."""
+        return self._run_json
 
     @cached_property
     def _listed(self) -> list[Process]:
         """The processes as cheaply as the store can say: from its listing index (object stores: no
         file of the run read), else from the run's own files. State, hosts and last values use these."""
         summary = self.folder.summary()
-        return listed_processes(summary) if summary is not None else self._processes
-
-    def listing_entry(self) -> dict[str, Any] | None:
-        """What a folder store may keep of this run for the next listing (``Store.keep_listed``), or
-        None. Only a run that ended for good: every process wrote its end record (a live or crashed
-        run changes without a new file), and one attempt (a resumed run's last values need its data).
-        Its folder changes when anything that a listing reads does (an edit, a resume, a sync: files
-        created or renamed into place), and the entry is kept with the folder's mtime, so a reader
-        trusts it only while that is unchanged."""
-        stamp = getattr(self.folder, "stamp", None)
-        if stamp is None or self.folder.summary() is not None:
-            return None  # not a folder old enough to tell, or answered from a listing already
-        procs = self._processes
-        if not procs or any(p.end is None for p in procs) or sum(p.primary for p in procs) != 1:
-            return None
-        return {
-            "stamp": stamp,
-            "run": self._run_json,
-            "processes": [
-                {
-                    "name": p.name,
-                    "meta": {k: p.meta.get(k) for k in LISTED_META if k in p.meta},
-                    "end": {
-                        k: v for k, v in (p.end or {}).items() if k != "config"
-                    },  # config: from the files
-                }
-                for p in procs
-            ],
-            "edits": [[name, body] for name, body in self.folder.edits()],
-        }
+        return listed_processes(summary) if summary is not None else self.processes
 
     @cached_property
     def _status(self) -> tuple[str, float | None, str | None]:
@@ -173,7 +151,7 @@ class Run:
     def meta(self) -> dict[str, Any]:
         """run.json (its name and tags as edited), the edits, and every writing process's metadata
         and end record."""
-        procs = [{**p.meta, "proc": p.name, "end": p.end} for p in self._processes]
+        procs = [{**p.meta, "proc": p.name, "end": p.end} for p in self.processes]
         return {
             **self._run_json,
             "name": self.name,
@@ -207,7 +185,7 @@ class Run:
         merged = ProcessRecords()
         self._system_blocks = {}
         self._process_blocks = {}
-        for proc in self._processes:
+        for proc in self.processes:
             recs = self._process_records(proc)
             merged.blocks += recs.blocks
             self._process_blocks[proc.name] = list(recs.blocks)
@@ -232,7 +210,7 @@ class Run:
         """The config as the writers stored it in their end records (``from_ends.config``): an object
         store's index entries hold them (no request); a folder's, two small files a process, not its
         records (what a sweep's dashboard reads of 1,000 runs)."""
-        for processes_of in (lambda: self._listed, lambda: self._processes):  # the files only if needed
+        for processes_of in (lambda: self._listed, lambda: self.processes):  # the files only if needed
             ends = [p.end for p in processes_of()]
             if from_ends.every(ends, "config"):
                 return from_ends.config(ends)
@@ -470,7 +448,7 @@ class Run:
         matching the regular expression ``grep``, the last ``tail`` of them. The last lines alone
         are read from the end of each process's console, the rest once and then as it grows."""
         if tail is not None and since is None and grep is None:
-            per_process = [console.last_lines(self.folder, p) for p in self._processes]
+            per_process = [console.last_lines(self.folder, p) for p in self.processes]
             return console.select(console.merged(per_process), rank, tail=tail)
         return console.select(self.console_after({})[0], rank, since, grep, tail)
 
@@ -479,7 +457,7 @@ class Run:
         following the run has shown), in time order, and the marks to pass next time."""
         with self._lock:
             per_process = []
-            for proc in self._processes:
+            for proc in self.processes:
                 known = self._console[proc.name] = console.read_console(
                     self.folder, proc, self._console.get(proc.name)
                 )
@@ -491,7 +469,7 @@ class Run:
     def _failed(self) -> Failure | None:
         if self.state in (State.FINISHED, State.RUNNING):
             return None
-        found = console.failure(self.folder, self._processes)
+        found = console.failure(self.folder, self.processes)
         if found is None and self.error:  # no console (console=False), or it shows nothing known
             lines = self.error.splitlines()
             hit = failures.find(lines)

@@ -152,7 +152,7 @@ class Store(Protocol):
         ...
 
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
-        """Keep what a reader read of ended runs for the next listing (``Run.listing_entry``), and
+        """Keep what a reader read of ended runs for the next listing (``reader.listing_cache.entry``), and
         forget runs not ``present``; a store with an index of its own ignores it."""
         ...
 

@@ -154,9 +154,11 @@ def tests(session: nox.Session) -> None:
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
     # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point;
     # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras); polars: a
-    # second engine that reads the runs' Parquet copies without tunetrack
+    # second engine that reads the runs' Parquet copies without tunetrack; pip: the wheel is built as
+    # `pip install .` builds it (a uv venv has no pip of its own)
     _install_core(
         session,
+        "pip",
         "numpy",
         "transformers",
         "peft",

@@ -4,7 +4,7 @@ the console-script entry point.
 The commands parse arguments and call the read API (``tunetrack.reader``, which also renames, tags,
 notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export``):
 
-- ``reading``: ``ls``, ``show``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
+- ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
@@ -27,6 +27,7 @@ from .errors import Group
 from .managing import note_command, parquet_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
 from .reading import (
+    checkpoints_command,
     compare_command,
     diff_command,
     export_command,
@@ -51,6 +52,7 @@ def cli() -> None:
 for _command in (
     ls_command,
     show_command,
+    checkpoints_command,
     logs_command,
     diff_command,
     compare_command,

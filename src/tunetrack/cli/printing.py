@@ -34,6 +34,7 @@ from ..reader.as_text import (
     summary_rows,
     when,
 )
+from ..reader.checkpoints import Checkpoint
 from ..reader.samples import cell_text, visible
 from ..states import State
 from ..values import is_number
@@ -281,6 +282,43 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
         ]
         table.add_row(str(sample["step"]), *([Text(visible(sample["key"]))] if several_keys else []), *cells)
     return table
+
+
+# -- checkpoints ---------------------------------------------------------------------------------
+def checkpoints_table(found: list[Checkpoint], names: dict[str, str], best: Checkpoint | None) -> Table:
+    """``tunetrack checkpoints``: one line per checkpoint (its run where several runs are listed),
+    the metrics logged at its step, its size and files, and whether rotation removed it; the best
+    one marked."""
+    several = len({c.run for c in found}) > 1
+    keys = sorted({k for c in found for k in c.metrics})[:6]
+    table = Table(show_edge=False, header_style="bold")
+    if several:
+        table.add_column("run")
+    for col in ("step", "kind", *keys, "size", "files", "state", "path"):
+        table.add_column(col, justify="right" if col in ("step", "size", "files", *keys) else "left")
+    for c in found:
+        state = "deleted" if c.deleted else "kept"
+        size = "…" if c.bytes is None else _bytes(c.bytes)
+        row: list[Text | str] = [
+            number(c.step),
+            Text(c.kind or "—"),
+            *(number(c.metrics.get(k)) for k in keys),
+            Text(size),
+            Text("…" if c.files is None else str(len(c.files))),
+            Text(f"{state}, best" if c is best else state, style="bold" if c is best else ""),
+            Text(visible(c.path)),
+        ]
+        table.add_row(*([Text(visible(names.get(c.run, c.run)))] if several else []), *row)
+    return table
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
 
 
 # -- diff ----------------------------------------------------------------------------------------

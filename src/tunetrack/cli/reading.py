@@ -1,4 +1,4 @@
-"""The commands that read runs and print or write them: ``ls``, ``show``, ``diff``, ``export``,
+"""The commands that read runs and print or write them: ``ls``, ``show``, ``checkpoints``, ``diff``, ``export``,
 ``samples`` and ``report``. The tables are ``printing``'s, the formats ``export``, the HTML report ``tunetrack.ui.report``."""
 
 from __future__ import annotations
@@ -152,6 +152,58 @@ def show_command(run: str, dir: str | None, full: bool, as_json: bool) -> None:
         return
     record = {**run_json(r, detail=True), "summary": r.summary(), "system": r.system_summary()}
     click.echo(export.dumps(record))
+
+
+@click.command("checkpoints")
+@click.argument("run", required=False)
+@dir_option()
+@project_option("Every checkpoint of this project's runs (instead of naming RUN).")
+@click.option(
+    "--best",
+    "best_key",
+    metavar="KEY[:min|max]",
+    help="Mark the best checkpoint by this metric (default direction: min for losses, else max); "
+    "with --project, the best of the whole project.",
+)
+@json_option("The checkpoints as JSON: run, step, path, kind, time, metrics, files, bytes, deleted, best.")
+@friendly
+def checkpoints_command(
+    run: str | None, dir: str | None, project: str | None, best_key: str | None, as_json: bool
+) -> None:
+    """The checkpoints a run saved (or every run of a project): step, kind, the metrics logged at that
+    step, size and files with their hashes, and whether rotation removed them; the best one by a
+    metric. Answered from what the run recorded: no checkpoint file is opened."""
+    from ..aggregates import directions
+    from ..reader import list_runs, open_run
+    from ..reader.checkpoints import best, metric_names
+    from . import export, printing
+
+    if (run is None) == (project is None):
+        raise click.UsageError("name a RUN, or --project P (not both)")
+    runs = [open_run(run, dir=dir)] if run is not None else list_runs(dir=dir, project=project)
+    found = [c for r in runs for c in r.checkpoints()]
+    if not found:
+        where = f"run {runs[0].name}" if run is not None else f"project {project!r}"
+        raise click.ClickException(f"{where} recorded no checkpoint")
+    chosen = None
+    if best_key is not None:
+        key, _, way = best_key.partition(":")
+        try:
+            lower = directions([best_key])[key] if way else None
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--best") from None
+        chosen = best(found, key, lower)
+        if chosen is None:
+            raise click.ClickException(
+                f"no checkpoint has {key!r}; their metrics: {', '.join(metric_names(found)) or 'none'}"
+            )
+    if as_json:
+        click.echo(export.dumps([{**c.as_dict(), "best": c is chosen} for c in found]))
+        return
+    names = {r.id: r.name for r in runs}
+    printing.console().print(printing.checkpoints_table(found, names, chosen))
+    if chosen is not None:
+        click.echo(f"best by {best_key}: {names[chosen.run]} step {chosen.step} ({chosen.path})")
 
 
 @click.command("logs")

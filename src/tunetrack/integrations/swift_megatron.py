@@ -112,7 +112,8 @@ class TunetrackMegatronCallback(MegatronCallback):
     def on_save(self, output_dir: str | None = None) -> None:
         if self._recording:
             assert self.tracker is not None
-            self.tracker.event("checkpoint", step=self.state.iteration, path=output_dir)
+            if output_dir:  # Megatron's folder: its files are listed and hashed off this thread
+                self.tracker.log_checkpoint(output_dir, step=self.state.iteration)
 
     def on_train_end(self) -> None:
         """The run goes on to the end of the process (ms-swift saves the last state after this)."""

@@ -24,6 +24,7 @@ from transformers import TrainerCallback
 
 from ..monitoring.health import diverged
 from ..tracker import Tracker
+from ..values import is_number
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
 from .support.throughput import Throughput
@@ -272,7 +273,10 @@ class TunetrackCallback(TrainerCallback):
         if self._recording and state.is_world_process_zero:
             assert self.tracker is not None
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            self.tracker.event("checkpoint", step=state.global_step, path=str(path))
+            # what the Trainer logged at this step, the evaluation that ran before the save included
+            logged = [h for h in state.log_history if h.get("step") == state.global_step]
+            metrics = {k: v for h in logged for k, v in h.items() if k != "step" and is_number(v)}
+            self.tracker.log_checkpoint(path, step=state.global_step, metrics=metrics)
 
     # -- config ---------------------------------------------------------------------------------
     @staticmethod

@@ -23,6 +23,7 @@ from ..store.base import RunFolder
 from ..store.ends import EndRecord
 from . import console_log as console
 from . import from_ends
+from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
 from .merge import apply_rewinds, visible_last_step
 from .names import metric_key, unknown
@@ -430,6 +431,11 @@ class Run:
     def events(self) -> list[dict[str, Any]]:
         """Events (checkpoints, evaluations, rewinds, health warnings) in time order."""
         return [{**e.data, "kind": e.kind, "step": e.step, "time": e.time} for e in self._records.events]
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """Its checkpoints in the order saved (``reader.checkpoints``), their files and metrics as
+        recorded: no checkpoint file is opened."""
+        return checkpoints(self.id, self.events())
 
     def read_media(self, rel: str) -> bytes | None:
         """A media file stored with the run (an image's ``path``), or None."""

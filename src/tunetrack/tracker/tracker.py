@@ -39,6 +39,7 @@ from ..writer import (
 )
 from . import exit_hooks
 from .alerting import Alerts
+from .checkpoints import Checkpoints
 from .console_capture import ConsoleCapture
 from .console_capture import start as capture_console
 from .editing import Labels
@@ -124,6 +125,7 @@ class Tracker:
         self._media = Media(
             strict, self._recording, self._send, self._step_of, self.event, lambda: (self.id, self.run_dir)
         )
+        self._checkpoints = Checkpoints(self._event_now)
         self._lock = threading.RLock()
         self._writer: Writer | None = None
         #: the writer's way in (None until ``start()``, and on a process that records no rows)
@@ -307,6 +309,7 @@ class Tracker:
                 last_lines = self._console.stop(error)
             if writer is None:
                 return
+            self._checkpoints.close()  # the hashes still being computed, then what rotation removed
             state = state or exit_hooks.exit_state(self) or State.FINISHED
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
@@ -412,6 +415,32 @@ class Tracker:
     def event(self, kind: str, step: int | None = None, **data: Any) -> None:
         """Record a discrete event (checkpoint, evaluation, warning, ...) at ``step``."""
         self._send(Event(kind, self._step_of(step), time.time(), capture(data)))
+
+    def log_checkpoint(
+        self,
+        path: str | os.PathLike[str],
+        step: int | None = None,
+        kind: str | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record a checkpoint saved at ``step`` (default: the current step) in ``path`` (a folder, a
+        file, or a URL such as ``s3://...``): its kind (``adapter``, ``model``, ``state``; from its
+        files when not given) and the metrics it was evaluated with. Each file's size and SHA-256 are
+        computed on a thread of their own, never delaying the save; a checkpoint later removed (a
+        Trainer's ``save_total_limit``) is marked deleted. ``tunetrack checkpoints RUN`` lists them."""
+        try:
+            if self._recording():
+                self._checkpoints.record(os.fspath(path), self._step_of(step), kind, metrics)
+        except Exception as exc:
+            if self.strict:
+                raise
+            warn_once(f"checkpoint:{self.id}", f"log_checkpoint({path!r}) was not recorded: {exc!r}")
+
+    def _event_now(self, kind: str, step: int, **data: Any) -> None:
+        """An event sent while the writer still takes messages, ``finish()`` included (the
+        checkpoints' hashes arrive then)."""
+        if self._channel is not None:
+            self._channel.send(Event(kind, step, time.time(), capture(data)))
 
     def _step_of(self, step: Any) -> int:
         """The step a record is made at: the caller's, or the current one."""

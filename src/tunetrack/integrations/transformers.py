@@ -24,6 +24,7 @@ from transformers import TrainerCallback
 
 from ..monitoring.health import diverged
 from ..tracker import Tracker
+from ..tracker.checkpoints import ADAPTER, MODEL
 from ..values import is_number
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
@@ -276,7 +277,10 @@ class TunetrackCallback(TrainerCallback):
             # what the Trainer logged at this step, the evaluation that ran before the save included
             logged = [h for h in state.log_history if h.get("step") == state.global_step]
             metrics = {k: v for h in logged for k, v in h.items() if k != "step" and is_number(v)}
-            self.tracker.log_checkpoint(path, step=state.global_step, metrics=metrics)
+            kind = (
+                ADAPTER if getattr(kwargs.get("model"), "peft_config", None) else MODEL
+            )  # PEFT saves only its adapter
+            self.tracker.log_checkpoint(path, step=state.global_step, kind=kind, metrics=metrics)
 
     # -- config ---------------------------------------------------------------------------------
     @staticmethod

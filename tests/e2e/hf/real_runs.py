@@ -118,7 +118,7 @@ def sft(out: str, lr: float, r: int, seed: int) -> None:
             seed=seed,
             eval_strategy="steps",
             eval_steps=4,
-            **COMMON,
+            **{**COMMON, "save_strategy": "steps", "save_steps": 4, "save_total_limit": 1},
         ),
         callbacks=[TunetrackCallback(project="sft-sweep", name=name)],
     ).train()

@@ -323,6 +323,22 @@ def test_names_a_wandb_user_types_find_the_trainer_names(store, runs):
 
 
 # -- why a run died -------------------------------------------------------------------------------
+def test_the_trainer_s_checkpoints_with_the_evaluation_before_each(store, runs):
+    """The sweep saves every 4 steps keeping one (``save_total_limit=1``): checkpoint-4 is recorded,
+    then marked deleted when the Trainer removed it; each carries the eval loss of its step and its
+    files' sizes and hashes, read back after the output folders are gone."""
+    for run in sweep(runs):
+        found = run.checkpoints()
+        assert [(c.step, c.kind, c.deleted) for c in found] == [(4, "adapter", True), (8, "adapter", False)]
+        losses = run.series("eval_loss")
+        at = dict(zip(losses.steps.tolist(), losses.values.tolist()))
+        assert [c.metrics["eval_loss"] for c in found] == [at[4], at[8]]
+        files = {f["name"]: f for f in found[1].files or []}
+        weights = files["adapter_model.safetensors"]
+        assert weights["size"] > 0 and re.fullmatch(r"[0-9a-f]{64}", weights["sha256"])
+        assert found[1].bytes == sum(f["size"] for f in files.values())
+
+
 def test_the_cause_is_the_exception_line_in_every_answer(store, runs):
     cause = "RuntimeError: CUDA error: an illegal memory access was encountered"
     assert runs["crash-cuda"].cause == cause and runs["crash-cuda"].failure == "CUDA error on rank 0"
@@ -598,6 +614,19 @@ DOC_EXAMPLES: dict[str, tuple[list[tuple[str, str]], object]] = {
                     key=lambda r: float(r.series("loss").values[-1]),
                 )
             ]
+        ),
+    ),
+    "tunetrack checkpoints --project sft-sweep --best eval_loss": (
+        [],
+        lambda store, runs, done, cwd: (
+            done.returncode == 0
+            and done.stdout.strip().splitlines()[-1]
+            == "best by eval_loss: {0} step {1.step} ({1.path})".format(
+                *min(
+                    ((r.name, c) for r in sweep(runs) for c in r.checkpoints()),
+                    key=lambda pair: pair[1].metrics["eval_loss"],
+                )
+            )
         ),
     ),
     "tunetrack compare --project sft-sweep --group-by lora.rank --metric eval_loss:min": (

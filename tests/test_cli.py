@@ -195,7 +195,7 @@ def test_show_by_unique_prefix(store):
     assert line_of(out, "loss").split()[::2] == ["loss", "1.75", "1.75", "3.245", "300", "300"]
     assert line_of(out, "eval_loss").split()[::2] == ["eval_loss", "2.2", "2.2", "2.45", "300", "6"]
     assert line_of(out, "odd").split()[::2] == ["odd", "nan", "—", "—", "300", "1"]
-    (event,) = [line for line in out.splitlines() if "checkpoint" in line]
+    (event,) = [line for line in out.splitlines() if "│ checkpoint" in line]  # not a branch named so
     assert event.split()[:3] == ["100", "│", "checkpoint"] and "path=/ckpt/100" in event
     assert "learning_rate (right axis)" in out and "step" in out  # the plot
     assert "error" not in out.split()

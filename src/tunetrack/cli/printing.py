@@ -285,17 +285,25 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
 
 
 # -- checkpoints ---------------------------------------------------------------------------------
-def checkpoints_table(found: list[Checkpoint], names: dict[str, str], best: Checkpoint | None) -> Table:
+def checkpoints_table(
+    found: list[Checkpoint], names: dict[str, str], best: Checkpoint | None, key: str | None
+) -> Table:
     """``tunetrack checkpoints``: one line per checkpoint (its run where several runs are listed),
-    the metrics logged at its step, its size and files, and whether rotation removed it; the best
-    one marked."""
+    three of the metrics logged at its step (``key`` first, then losses and rewards), its size
+    and files, and whether rotation removed it; the best one marked."""
     several = len({c.run for c in found}) > 1
-    keys = sorted({k for c in found for k in c.metrics})[:6]
+    logged = {k for c in found for k in c.metrics}
+    first = set(metric_keys.spellings(key) + (key,)) & logged if key else set()
+    rank = lambda k: (k not in first, "loss" not in k and "reward" not in k, not k.startswith("eval"), k)  # noqa: E731
+    keys = sorted(logged, key=rank)[:3]
     table = Table(show_edge=False, header_style="bold")
     if several:
-        table.add_column("run")
-    for col in ("step", "kind", *keys, "size", "files", "state", "path"):
-        table.add_column(col, justify="right" if col in ("step", "size", "files", *keys) else "left")
+        table.add_column("run", no_wrap=True)
+    for col in ("step", "kind", *keys, "size", "files", "state"):
+        table.add_column(
+            col, justify="right" if col in ("step", "size", "files", *keys) else "left", no_wrap=True
+        )
+    table.add_column("path", overflow="fold")
     for c in found:
         state = "deleted" if c.deleted else "kept"
         size = "…" if c.bytes is None else _bytes(c.bytes)

@@ -201,7 +201,8 @@ def checkpoints_command(
         click.echo(export.dumps([{**c.as_dict(), "best": c is chosen} for c in found]))
         return
     names = {r.id: r.name for r in runs}
-    printing.console().print(printing.checkpoints_table(found, names, chosen))
+    shown = best_key.partition(":")[0] if best_key else None
+    printing.console().print(printing.checkpoints_table(found, names, chosen, shown))
     if chosen is not None:
         click.echo(f"best by {best_key}: {names[chosen.run]} step {chosen.step} ({chosen.path})")
 

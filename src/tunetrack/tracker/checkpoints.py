@@ -11,6 +11,7 @@ with its size alone.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import queue
@@ -112,10 +113,9 @@ class Checkpoints:
             self._thread.start()
 
     def _run(self) -> None:
-        try:  # the lowest CPU priority for this thread alone (Linux): training's threads come first
+        with contextlib.suppress(AttributeError, OSError):  # not on every platform
+            # the lowest CPU priority for this thread alone (Linux): training's threads come first
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
-        except (AttributeError, OSError):
-            pass
         while (job := self._jobs.get()) is not None:
             step, location, path = job
             try:

@@ -70,6 +70,8 @@ class TunetrackCallback(TrainerCallback):
         self._throughput: Throughput | None = None
         self._completions = CompletionFiles()
         self._rewards = Rewards()  # a GRPO trainer's reward functions, for its tables' total reward
+        #: the step last logged and what was recorded at it: a checkpoint saved then carries it
+        self._logged: tuple[int, dict[str, Any]] = (-1, {})
 
     @property
     def _recording(self) -> bool:
@@ -222,6 +224,8 @@ class TunetrackCallback(TrainerCallback):
                 if self._throughput is not None:
                     row.update(self._throughput.update(state.global_step, time.time(), logs))
                 self.tracker.log(row, step=state.global_step)
+                step, before = self._logged
+                self._logged = (state.global_step, {**before, **row} if step == state.global_step else row)
         if self.on_nan == "stop" and diverged(logs):
             # Every rank sees the same reduced values, so every rank stops at the same step.
             control.should_save = True
@@ -274,9 +278,9 @@ class TunetrackCallback(TrainerCallback):
         if self._recording and state.is_world_process_zero:
             assert self.tracker is not None
             path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            # what the Trainer logged at this step, the evaluation that ran before the save included
-            logged = [h for h in state.log_history if h.get("step") == state.global_step]
-            metrics = {k: v for h in logged for k, v in h.items() if k != "step" and is_number(v)}
+            # what was recorded at this step, the evaluation that ran before the save included
+            step, logged = self._logged
+            metrics = {k: v for k, v in logged.items() if is_number(v)} if step == state.global_step else {}
             kind = (
                 ADAPTER if getattr(kwargs.get("model"), "peft_config", None) else MODEL
             )  # PEFT saves only its adapter

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
+from pathlib import Path
 
 import pytest
 from swift_run import BIN, COMMON, run_swift
@@ -75,6 +77,17 @@ def test_sft_lora_with_eval_through_the_plugin(tmp_path, root, assets, plugin):
     assert events == [("evaluation", 2), ("checkpoint", 2), ("evaluation", 4), ("checkpoint", 4)]
     paths = [e["path"] for e in run.events() if e["kind"] == "checkpoint"]
     assert paths == [str(tmp_path / "out" / "checkpoint-2"), str(tmp_path / "out" / "checkpoint-4")]
+    # the checkpoints as `tunetrack checkpoints` lists them: the LoRA adapter, the eval before each save,
+    # every file hashed as it is on disk
+    found = run.checkpoints()
+    evals = dict(zip(run.series("eval_loss").steps.tolist(), run.series("eval_loss").values.tolist()))
+    assert [(c.step, c.kind, c.deleted, c.metrics["eval_loss"]) for c in found] == [
+        (2, "adapter", False, evals[2]),
+        (4, "adapter", False, evals[4]),
+    ]
+    weights = {f["name"]: f for f in found[-1].files or []}["adapter_model.safetensors"]
+    on_disk = Path(found[-1].path) / "adapter_model.safetensors"
+    assert weights["sha256"] == hashlib.sha256(on_disk.read_bytes()).hexdigest()
 
 
 def test_dpo_through_the_drop_in(tmp_path, root, assets):

@@ -293,7 +293,7 @@ def checkpoints_table(
     and files, and whether rotation removed it; the best one marked."""
     several = len({c.run for c in found}) > 1
     logged = {k for c in found for k in c.metrics}
-    first = set(metric_keys.spellings(key) + (key,)) & logged if key else set()
+    first = set(metric_keys.spellings(key)) & logged if key else set()
     rank = lambda k: (k not in first, "loss" not in k and "reward" not in k, not k.startswith("eval"), k)  # noqa: E731
     keys = sorted(logged, key=rank)[:3]
     table = Table(show_edge=False, header_style="bold")

@@ -67,7 +67,7 @@ def checkpoints(run_id: str, events: Iterable[Mapping[str, Any]]) -> list[Checkp
 def score(checkpoint: Checkpoint, key: str) -> Any:
     """The checkpoint's value of ``key`` under whichever spelling it was logged (``eval/loss`` finds
     the Trainer's ``eval_loss``); None where it has none."""
-    for name in (key, *spellings(key)):
+    for name in spellings(key):  # the key itself first
         if is_number(value := checkpoint.metrics.get(name)):
             return value
     return None

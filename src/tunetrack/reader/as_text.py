@@ -224,10 +224,10 @@ def summary_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
 
 def event_text(event: dict[str, Any], width: int | None = None) -> str:
     """An event's details (all but its kind, step and time): ``path=ckpt-20, value=nan``; each value
-    cut to ``width`` characters if given; a checkpoint's list of files as their number (``tunetrack
+    cut to ``width`` characters if given; a checkpoint's files and metrics as how many (``tunetrack
     checkpoints`` lists them)."""
     return ", ".join(
-        f"{k}={len(v) if k == 'files' and isinstance(v, list) else short(v, width)}"
+        f"{k}={len(v) if k in ('files', 'metrics') and isinstance(v, (list, dict)) else short(v, width)}"
         for k, v in event.items()
         if k not in ("kind", "step", "time")
     )

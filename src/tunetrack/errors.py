@@ -24,6 +24,10 @@ class RunNotFound(TunetrackError):
     """No run matches the id, prefix or name that was given."""
 
 
+class ArtifactNotFound(TunetrackError):
+    """An artifact name, version or alias the store does not hold; the message says what it holds."""
+
+
 class AmbiguousRun(TunetrackError):
     """A prefix or name matches several runs; the message lists them."""
 

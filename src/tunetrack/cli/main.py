@@ -5,6 +5,7 @@ The commands parse arguments and call the read API (``tunetrack.reader``, which 
 notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export``):
 
 - ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
+- ``producing``: ``artifacts``, ``lineage``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
@@ -26,6 +27,7 @@ from .asking import mcp_command, query_command
 from .errors import Group
 from .managing import note_command, parquet_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
+from .producing import artifacts_command, lineage_command
 from .reading import (
     checkpoints_command,
     compare_command,
@@ -53,6 +55,8 @@ for _command in (
     ls_command,
     show_command,
     checkpoints_command,
+    artifacts_command,
+    lineage_command,
     logs_command,
     diff_command,
     compare_command,

@@ -306,7 +306,7 @@ def checkpoints_table(
     table.add_column("path", overflow="fold")
     for c in found:
         state = "deleted" if c.deleted else "kept"
-        size = "…" if c.bytes is None else _bytes(c.bytes)
+        size = "…" if c.bytes is None else human_bytes(c.bytes)
         row: list[Text | str] = [
             number(c.step),
             Text(c.kind or "—"),
@@ -320,7 +320,8 @@ def checkpoints_table(
     return table
 
 
-def _bytes(n: int) -> str:
+def human_bytes(n: int) -> str:
+    """A size as people read it: 512 B, 3.2 MB, 1.4 GB."""
     size = float(n)
     for unit in ("B", "KB", "MB"):
         if size < 1024:

@@ -26,6 +26,7 @@ from ..monitoring.health import diverged
 from ..tracker import Tracker
 from ..tracker.checkpoints import ADAPTER, MODEL
 from ..values import is_number
+from .support import inputs
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
 from .support.throughput import Throughput
@@ -110,6 +111,9 @@ class TunetrackCallback(TrainerCallback):
                 gpu_name=_gpu_name(),
                 num_gpus=args.world_size,
             )
+            data = getattr(kwargs.get("train_dataloader"), "dataset", None)
+            tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer")
+            inputs.record(self.tracker, *inputs.identify(model, data, tokenizer))
 
     def _start_other_rank(self) -> None:
         """Not world rank 0: record no metrics. The tracker is still started once, inactive, so that

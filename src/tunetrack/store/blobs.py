@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import one_line
@@ -57,6 +58,18 @@ class Blobs(Protocol):
 
     def list_dirs(self, prefix: str = "") -> list[str]:
         """The ``folder/`` names directly under ``prefix``."""
+        ...
+
+    def head(self, key: str) -> Blob | None:
+        """What a listing says of the object at ``key``, without its bytes; None if there is none."""
+        ...
+
+    def put_file(self, key: str, path: Path) -> None:
+        """Store the file at ``path`` at ``key``, streamed (in parts where it is large)."""
+        ...
+
+    def get_file(self, key: str, path: Path) -> None:
+        """Write the object at ``key`` to the file ``path``, streamed."""
         ...
 
     def delete(self, key: str) -> None: ...
@@ -139,6 +152,28 @@ class ObstoreBlobs:
             return bytes(result.bytes()), _blob(result.meta)
         except (self._errors.NotFoundError, FileNotFoundError):
             return None
+        except Exception as exc:
+            raise self._fail("reading", key, exc) from None
+
+    def head(self, key: str) -> Blob | None:
+        try:
+            return _blob(self._obs.head(self._store, key))
+        except (self._errors.NotFoundError, FileNotFoundError):
+            return None
+        except Exception as exc:
+            raise self._fail("reading", key, exc) from None
+
+    def put_file(self, key: str, path: Path) -> None:
+        try:
+            self._obs.put(self._store, key, Path(path))  # multipart above obstore's chunk size
+        except Exception as exc:
+            raise self._fail("writing", key, exc) from None
+
+    def get_file(self, key: str, path: Path) -> None:
+        try:
+            with open(path, "wb") as f:
+                for chunk in self._obs.get(self._store, key).stream():
+                    f.write(chunk)
         except Exception as exc:
             raise self._fail("reading", key, exc) from None
 
@@ -241,6 +276,22 @@ class FsspecBlobs:
                 mtime = info.get("mtime") or info.get("created") or 0.0
                 mtime = mtime.timestamp() if hasattr(mtime, "timestamp") else float(mtime)
                 yield Blob(key, int(info.get("size") or 0), mtime, str(info.get("size")) + f"-{mtime}")
+
+    def head(self, key: str) -> Blob | None:
+        found = [b for b in self._walk(key) if b.key == key]
+        return found[0] if found else None
+
+    def put_file(self, key: str, path: Path) -> None:
+        try:
+            self._fs.put_file(os.fspath(path), self._path(key))
+        except Exception as exc:
+            raise StoreUnavailable(f"writing {self.url}/{key} failed: {one_line(exc)}") from None
+
+    def get_file(self, key: str, path: Path) -> None:
+        try:
+            self._fs.get_file(self._path(key), os.fspath(path))
+        except Exception as exc:
+            raise StoreUnavailable(f"reading {self.url}/{key} failed: {one_line(exc)}") from None
 
     def list_blobs(self, prefix: str = "", after: str | None = None) -> list[Blob]:
         try:

@@ -11,9 +11,6 @@ with its size alone.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
 import queue
 import threading
 from collections.abc import Callable, Mapping
@@ -21,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from .._warnings import warn_once
+from .files import listing, local, lowest_priority, sha256
 
 #: the kinds of checkpoint, from the files it holds
 ADAPTER, MODEL, STATE, FILES = "adapter", "model", "state", "files"
 #: how long ``finish()`` waits for the hashes still being computed
 HASH_WAIT = 60.0
-_CHUNK = 1 << 20
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 _STATE = ("optimizer", "scheduler", "rng_state", "trainer_state", "scaler")
 
@@ -44,23 +41,6 @@ def kind_of(names: list[str]) -> str:
     return FILES
 
 
-def _local(location: str) -> Path | None:
-    """A location on this machine's file system; None for a URL (``s3://``, ``hf://``)."""
-    return None if "://" in location else Path(location)
-
-
-def listing(path: Path) -> list[tuple[str, int]]:
-    """The files of a checkpoint (a folder's, recursively, or a single file) with their sizes."""
-    if path.is_file():
-        return [(path.name, path.stat().st_size)]
-    out = []
-    for root, _, files in os.walk(path):
-        for name in files:
-            full = Path(root) / name
-            out.append((full.relative_to(path).as_posix(), full.stat().st_size))
-    return sorted(out)
-
-
 class Checkpoints:
     """A run's checkpoints (a part of ``Tracker``): ``record`` sends the ``checkpoint`` event through
     ``event`` at once and queues the hashing; ``close`` waits for it."""
@@ -76,7 +56,9 @@ class Checkpoints:
 
     def record(self, location: str, step: int, kind: str | None, metrics: Mapping[str, Any] | None) -> None:
         """Record a checkpoint saved at ``step`` in ``location`` (a folder, a file or a URL)."""
-        path = _local(location)
+        path = local(location)
+        if path is not None:  # a reader elsewhere, and lineage, need where it is, not where from
+            location = str(path.absolute())
         data: dict[str, Any] = {"path": location, "type": kind}  # ``kind`` names the event
         if metrics:
             data["metrics"] = dict(metrics)
@@ -91,7 +73,7 @@ class Checkpoints:
     def sweep(self) -> None:
         """Mark the checkpoints that are gone from disk (rotated away) as deleted."""
         with self._lock:
-            gone = [(loc, step) for loc, step in self._live.items() if (p := _local(loc)) and not p.exists()]
+            gone = [(loc, step) for loc, step in self._live.items() if (p := local(loc)) and not p.exists()]
             for loc, _ in gone:
                 del self._live[loc]
         for loc, step in gone:
@@ -113,9 +95,7 @@ class Checkpoints:
             self._thread.start()
 
     def _run(self) -> None:
-        with contextlib.suppress(AttributeError, OSError):  # not on every platform
-            # the lowest CPU priority for this thread alone (Linux): training's threads come first
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        lowest_priority()
         while (job := self._jobs.get()) is not None:
             step, location, path = job
             try:
@@ -131,11 +111,8 @@ class Checkpoints:
 
     def _file(self, root: Path, name: str, size: int) -> dict[str, Any]:
         """A file's name, size and SHA-256 (None once ``close``'s wait ran out)."""
-        full = root if root.is_file() else root / name
-        h = hashlib.sha256()
-        with open(full, "rb") as f:
-            while not self._give_up.is_set():
-                if not (chunk := f.read(_CHUNK)):
-                    return {"name": name, "size": size, "sha256": h.hexdigest()}
-                h.update(chunk)
-        return {"name": name, "size": size, "sha256": None}
+        return {
+            "name": name,
+            "size": size,
+            "sha256": sha256(root if root.is_file() else root / name, self._give_up),
+        }

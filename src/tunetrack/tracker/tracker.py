@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ..errors import InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
 from ..states import State
+from ..store.artifacts import ArtifactVersion
 from ..values import FAST_TYPES, snapshot
 from ..writer import (
     Channel,
@@ -39,6 +41,7 @@ from ..writer import (
 )
 from . import exit_hooks
 from .alerting import Alerts
+from .artifacts import Artifacts
 from .checkpoints import Checkpoints
 from .console_capture import ConsoleCapture
 from .console_capture import start as capture_console
@@ -126,6 +129,9 @@ class Tracker:
             strict, self._recording, self._send, self._step_of, self.event, lambda: (self.id, self.run_dir)
         )
         self._checkpoints = Checkpoints(self._event_now)
+        self._artifacts = Artifacts(lambda: (self._store_dir, self.id), self._event_now)
+        #: the store's dir (a folder or a URL) once started; None without a store
+        self._store_dir: str | None = None
         self._lock = threading.RLock()
         self._writer: Writer | None = None
         #: the writer's way in (None until ``start()``, and on a process that records no rows)
@@ -228,6 +234,7 @@ class Tracker:
         recorder = capture_console(console == "stderr", settings.console_max()) if console else None
         try:
             dir = settings.store_dir(self._opts.dir) if self._opts.store else None
+            self._store_dir = None if dir is None else os.fspath(dir)
             now = time.time()
             request = RunRequest(
                 id=self._opts.resume or self._opts.id,
@@ -310,6 +317,7 @@ class Tracker:
             if writer is None:
                 return
             self._checkpoints.close()  # the hashes still being computed, then what rotation removed
+            self._artifacts.close()
             state = state or exit_hooks.exit_state(self) or State.FINISHED
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
@@ -436,6 +444,56 @@ class Tracker:
                 raise
             warn_once(f"checkpoint:{self.id}", f"log_checkpoint({path!r}) was not recorded: {exc!r}")
 
+    def log_artifact(
+        self,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        kind: str | None = None,
+        aliases: Sequence[str] = (),
+        reference: bool | None = None,
+        metadata: dict[str, Any] | None = None,
+        step: int | None = None,
+    ) -> Future[ArtifactVersion]:
+        """Keep a file or folder (a data set, a model, an evaluation's output) in the run's store as a
+        new version of artifact ``name`` (default: the path's last part), with ``aliases`` such as
+        ``best``; its files are stored by content, once however many runs log them. A URL
+        (``s3://``, ``hf://``), or a local path with ``reference=True``, is recorded without copying.
+        Hashing and copying run on a thread of their own; the returned future holds the version
+        (``.result()`` waits), and ``finish()`` waits for it. Bad arguments raise here; a failure
+        while storing is warned about once and never stops training."""
+        if not self._recording():  # another rank: training goes on, ``.result()`` says why
+            return _failed(RuntimeError("log_artifact: this process does not record the run (rank 0 does)"))
+        return self._artifacts.log(
+            os.fspath(path), self._step_of(step), name, kind, aliases, reference, metadata
+        )
+
+    def log_input(
+        self,
+        location: str | os.PathLike[str],
+        name: str | None = None,
+        kind: str | None = None,
+        digest: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Future[ArtifactVersion]:
+        """Record what this run was made from (a base model, a data set, a tokenizer) as an input,
+        by reference: nothing is copied. ``digest`` names its content where its files are not read
+        (a ``datasets`` fingerprint, a hub revision); without one a local path's files are hashed. Two
+        runs given the same content share one version, so ``tunetrack lineage`` reaches both. The
+        adapters record their framework's inputs with it."""
+        if not self._recording():
+            return _failed(RuntimeError("log_input: this process does not record the run (rank 0 does)"))
+        location = os.fspath(location)
+        return self._artifacts.log(location, self._step, name, kind, (), True, metadata, digest, used=True)
+
+    def use_artifact(self, spec: str, step: int | None = None) -> ArtifactVersion:
+        """The artifact version ``spec`` names (``name``, ``name:v3``, ``name:best``; ``latest`` by
+        default), recorded as an input of this run for ``tunetrack lineage``; ``.download()`` gives its
+        files. An unknown name or alias raises ``LookupError`` saying what there is."""
+        step = self._step_of(step)
+        if not self._recording():
+            return self._artifacts.store().resolve(spec)  # another rank reads it; rank 0 records the use
+        return self._artifacts.use(spec, step)
+
     def _event_now(self, kind: str, step: int, **data: Any) -> None:
         """An event sent while the writer still takes messages, ``finish()`` included (the
         checkpoints' hashes arrive then)."""
@@ -493,3 +551,9 @@ class Tracker:
         if self._recording():
             assert self._channel is not None
             self._channel.send(message)
+
+
+def _failed(exc: Exception) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(exc)
+    return future

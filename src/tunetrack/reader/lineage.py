@@ -151,8 +151,8 @@ def build(runs: Iterable[Run], artifacts: ArtifactStore) -> Graph:
         )
         g.edges.add(Edge(source or f"{ARTIFACT}:{spec}", me, "used"))
     for v in versions.values():
-        if (node := by_digest.get(v.digest)) is not None:
-            g.edges.add(Edge(node, f"{ARTIFACT}:{v.spec}", "kept as"))
+        if (kept := by_digest.get(v.digest)) is not None:
+            g.edges.add(Edge(kept, f"{ARTIFACT}:{v.spec}", "kept as"))
     return g
 
 

@@ -16,12 +16,14 @@ it is the highest version. A *reference* (an ``s3://`` or ``hf://`` URL, or a lo
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
+import socket
 import time
 import urllib.parse
 from collections.abc import Iterable, Sequence
@@ -168,6 +170,13 @@ def digest_of(files: Sequence[FileEntry], reference: str | None) -> str:
     return h.hexdigest()
 
 
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        return str(os.getuid())
+
+
 def _folder(name: str) -> str:
     return f"{ROOT}/{urllib.parse.quote(name, safe='')}"
 
@@ -293,14 +302,16 @@ class ArtifactStore:
 
     def set_alias(self, name: str, version: int, alias: str) -> None:
         """Point ``alias`` at ``version`` of ``name`` (moved from wherever it was)."""
-        self._alias_edit(name, {"alias": check_alias(alias), "version": version, "time": time.time()})
+        self._alias_edit(name, check_alias(alias), version)
 
     def remove_alias(self, name: str, alias: str) -> None:
-        self._alias_edit(name, {"alias": check_alias(alias), "version": None, "time": time.time()})
+        self._alias_edit(name, check_alias(alias), None)
 
-    def _alias_edit(self, name: str, body: dict[str, Any]) -> None:
-        key = f"{_folder(check_name(name))}/{layout.edit_name(body['time'])}{ALIAS_SUFFIX}"
-        self._create(key, json.dumps(body).encode())
+    def _alias_edit(self, name: str, alias: str, version: int | None) -> None:
+        """An alias move as a file of its own: what, when and by whom (``user@host``)."""
+        now = time.time()
+        body = {"alias": alias, "version": version, "time": now, "by": f"{_user()}@{socket.gethostname()}"}
+        self._create(f"{_folder(check_name(name))}/{layout.edit_name(now)}{ALIAS_SUFFIX}", json.dumps(body).encode())
 
     def mark_used(self, version: ArtifactVersion, run: str) -> None:
         """Record that ``run`` used ``version``: lineage from an artifact reaches its runs without

@@ -537,3 +537,55 @@ def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):
     assert [losses[s] for s in range(1, 13)] == pytest.approx(mirrored.losses, rel=1e-6)
     assert got["name"] == "mirrored" and got["exit_code"] == 0
     assert "learning_rate" in json.dumps(got["config"])
+
+
+def test_inputs_and_lineage_from_a_data_set_to_every_run_trained_on_it(tmp_path, root, tok):
+    """Two Trainer runs on one data set and one base model, and a third that starts from the first
+    one's checkpoint: the callback records each run's model, data set and tokenizer as inputs (no
+    code beyond the callback), so the data set's lineage reaches all three runs and the checkpoint's
+    reaches the run made from it."""
+    data = build_dataset(tok)
+
+    def train(name: str, model, saves: bool) -> None:
+        save = dict(save_strategy="steps", save_steps=3) if saves else {}
+        Trainer(
+            model=model,
+            args=_args(tmp_path / name, max_steps=3, **save),
+            train_dataset=data,
+            processing_class=tok,
+            callbacks=[TunetrackCallback(project="lineage", name=name, dir=root)],
+        ).train()
+
+    train("first", build_model(tok), saves=True)
+    train("second", build_model(tok, seed=1), saves=False)  # other weights, the same architecture
+    from transformers import AutoModelForCausalLM
+
+    train("from-first", AutoModelForCausalLM.from_pretrained(tmp_path / "first" / "checkpoint-3"), saves=False)
+
+    def inputs(name: str) -> dict[str, str]:
+        used = [e for e in open_run(name, dir=root).events() if e["kind"] == "artifact_used"]
+        return {e["type"]: f"{e['name']}:v{e['version']}" for e in used}
+
+    first, second, child = inputs("first"), inputs("second"), inputs("from-first")
+    assert set(first) == set(second) == set(child) == {"model", "dataset", "tokenizer"}
+    assert first == second  # the same data set, tokenizer and (untrained, from one config) model
+    assert child["dataset"] == first["dataset"] and child["model"] != first["model"]
+    listed = json.loads(_cli(root, "artifacts", "--json"))
+    assert {a["kind"] for a in listed} == {"model", "dataset", "tokenizer"}
+    assert all(a["reference"] and a["bytes"] == 0 for a in listed)  # inputs are referenced, never copied
+    graph = json.loads(_cli(root, "lineage", first["dataset"], "--json"))
+    runs = {n["label"] for n in graph["nodes"] if n["type"] == "run"}
+    assert runs == {"first", "second", "from-first"}
+    text = _cli(root, "lineage", "first@3")
+    assert "└── used by run from-first (" in text and "└── saved by run first (" in text
+
+
+def _cli(root, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "tunetrack", *args, "--dir", str(root)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout

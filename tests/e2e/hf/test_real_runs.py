@@ -339,6 +339,24 @@ def test_the_trainer_s_checkpoints_with_the_evaluation_before_each(store, runs):
         assert found[1].bytes == sum(f["size"] for f in files.values())
 
 
+def test_the_sweep_s_data_set_leads_to_every_run_and_checkpoint_made_from_it(store, runs):
+    """The callback recorded each run's inputs with no code of the user's: the sweep's eight runs
+    trained on one data set (one fingerprint, whatever the seed), so its lineage reaches all eight
+    and their sixteen checkpoints; GRPO's prompts are another data set."""
+    datasets = json.loads(ok(store, "tunetrack artifacts --kind dataset --json"))
+    ids = {r.id for r in sweep(runs)}
+    (shared,) = [d for d in datasets if set(d["used_by"]) & ids]
+    assert set(shared["used_by"]) == ids and shared["reference"].startswith("datasets://")
+    assert shared["metadata"]["rows"] == 48
+    graph = json.loads(ok(store, f"tunetrack lineage {shared['spec']} --json"))
+    reached = {n["id"] for n in graph["nodes"]}
+    assert {f"run:{i}" for i in ids} <= reached
+    assert {n["label"] for n in graph["nodes"] if n["type"] == "checkpoint"} == {
+        f"{r.name}@{step}" for r in sweep(runs) for step in (4, 8)
+    }
+    assert not any(n["label"].startswith("grpo") for n in graph["nodes"])
+
+
 def test_the_cause_is_the_exception_line_in_every_answer(store, runs):
     cause = "RuntimeError: CUDA error: an illegal memory access was encountered"
     assert runs["crash-cuda"].cause == cause and runs["crash-cuda"].failure == "CUDA error on rank 0"
@@ -469,6 +487,23 @@ def _rows(text: str) -> list[dict]:
 
 #: docs command -> (placeholders filled: [(as written, here)], check(store, runs, done, cwd))
 DOC_EXAMPLES: dict[str, tuple[list[tuple[str, str]], object]] = {
+    "tunetrack artifacts --kind dataset": (
+        [],
+        lambda store, runs, done, cwd: (
+            done.returncode == 0
+            and any(cells[1] == "dataset" and cells[6] == "8" for cells in table_rows(done.stdout))
+        ),
+    ),
+    "tunetrack lineage sft-lr0.03-r4-s0@8": (
+        [],
+        lambda store, runs, done, cwd: (
+            done.returncode == 0
+            and done.stdout.startswith("checkpoint sft-lr0.03-r4-s0@8\nmade from\n└── saved by run sft-lr0.03-r4-s0")
+            and all(f"input: artifact" in line for line in done.stdout.splitlines()[3:6])
+            and "(dataset)" in done.stdout and "(model)" in done.stdout and "(tokenizer)" in done.stdout
+            and done.stdout.rstrip().endswith("made into: nothing recorded")
+        ),
+    ),
     "tunetrack show nope": (
         [],
         lambda store, runs, done, cwd: (
@@ -665,6 +700,8 @@ ELSEWHERE = {
     "tunetrack import": "tests/bridges/test_import.py",
     "tunetrack parquet": "tests/test_parquet.py",
     "tunetrack watch": "tests/test_alerts.py",
+    "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
+    "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
 }
 
 

@@ -109,7 +109,9 @@ def main() -> None:
                 cwd=home,
             )
             if done.returncode != 0:
-                results[which] = {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+                results[which] = {
+                    "error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"
+                }
                 print(f"{which:>10}: failed: {results[which]['error']}")
                 continue
             times = sorted(json.loads(done.stdout.strip().splitlines()[-1]))

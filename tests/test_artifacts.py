@@ -44,13 +44,17 @@ def test_two_runs_logging_the_same_weights_store_them_once(root, tmp_path):
     base = _folder(tmp_path / "base", WEIGHTS)
     versions = []
     for i in range(3):
-        _run(root, f"r{i}", lambda t: versions.append(t.log_artifact(base, name="base", kind="model").result()))
+        _run(
+            root, f"r{i}", lambda t: versions.append(t.log_artifact(base, name="base", kind="model").result())
+        )
     assert [v.spec for v in versions] == ["base:v1"] * 3  # the same content is the same version
     store = ArtifactStore(root)
     assert store.stored_bytes() == sum(len(b) for b in WEIGHTS.values())
     (v,) = store.versions("base")
     assert v.aliases == ["latest"] and v.kind == "model" and v.run is not None
-    assert {f.name: f.sha256 for f in v.files} == {n: hashlib.sha256(b).hexdigest() for n, b in WEIGHTS.items()}
+    assert {f.name: f.sha256 for f in v.files} == {
+        n: hashlib.sha256(b).hexdigest() for n, b in WEIGHTS.items()
+    }
     # each run says which version it logged, at the step it was logged
     (event,) = _events(root, "r2", "artifact")
     assert (event["name"], event["version"], event["step"], event["type"]) == ("base", 1, 1, "model")
@@ -62,11 +66,16 @@ def test_new_content_is_a_new_version_and_aliases_move(root, tmp_path):
     (data / "train.jsonl").write_bytes(b'{"x": 2}\n')
     _run(root, "b", lambda t: t.log_artifact(data, name="data", kind="dataset").result())
     store = ArtifactStore(root)
-    assert [(v.spec, v.aliases) for v in store.versions("data")] == [("data:v1", ["best"]), ("data:v2", ["latest"])]
+    assert [(v.spec, v.aliases) for v in store.versions("data")] == [
+        ("data:v1", ["best"]),
+        ("data:v2", ["latest"]),
+    ]
     store.set_alias("data", 2, "best")
     assert store.resolve("data:best").version == 2 and store.resolve("data:v1").aliases == []
     store.remove_alias("data", "best")
-    with pytest.raises(ArtifactNotFound, match=r"no version or alias 'best'; it has data:v1, data:v2 \(latest\)"):
+    with pytest.raises(
+        ArtifactNotFound, match=r"no version or alias 'best'; it has data:v1, data:v2 \(latest\)"
+    ):
         store.resolve("data:best")
 
 
@@ -81,7 +90,9 @@ def test_use_artifact_records_the_input_and_downloads_the_same_bytes(root, tmp_p
 
     user = _run(root, "user", use)
     assert got["v"].spec == "base:v1"
-    assert {p.relative_to(got["dir"]).as_posix(): p.read_bytes() for p in got["dir"].rglob("*") if p.is_file()} == WEIGHTS
+    assert {
+        p.relative_to(got["dir"]).as_posix(): p.read_bytes() for p in got["dir"].rglob("*") if p.is_file()
+    } == WEIGHTS
     (event,) = _events(root, "user", "artifact_used")
     assert (event["name"], event["version"]) == ("base", 1)
     assert ArtifactStore(root).resolve("base").used_by == [user]
@@ -137,9 +148,8 @@ def test_bad_arguments_fail_at_the_call_and_a_failed_store_never_stops_training(
                 future.result()
         t.log({"loss": 0.5}, step=2)  # training goes on
     assert open_run("bad", dir=root).state == "finished"
-    with Tracker(store=False, system=False) as t:
-        with pytest.raises(ValueError, match="no store"):
-            t.log_artifact(folder)
+    with Tracker(store=False, system=False) as t, pytest.raises(ValueError, match="no store"):
+        t.log_artifact(folder)
 
 
 def test_finish_waits_for_an_artifact_still_being_stored(root, tmp_path):
@@ -189,7 +199,9 @@ def test_the_cli_lists_promotes_downloads_and_walks_lineage(root, tmp_path):
     promoted = cli_run("artifacts", "sft-adapter:v1", "--alias", "production")
     assert promoted.output.strip() == "sft-adapter:v1 is now sft-adapter:production"
     shown = json.loads(cli_run("artifacts", "sft-adapter:production", "--json").output)
-    assert [(v["spec"], v["aliases"]) for v in shown] == [("sft-adapter:v1", ["latest", "best", "production"])]
+    assert [(v["spec"], v["aliases"]) for v in shown] == [
+        ("sft-adapter:v1", ["latest", "best", "production"])
+    ]
     got = cli_run("artifacts", "sft-adapter:best", "--download", str(tmp_path / "dl"))
     assert got.exit_code == 0 and (tmp_path / "dl" / "adapter_model.safetensors").read_bytes() == b"a" * 100
     lineage = cli_run("lineage", "base")

@@ -311,7 +311,9 @@ class ArtifactStore:
         """An alias move as a file of its own: what, when and by whom (``user@host``)."""
         now = time.time()
         body = {"alias": alias, "version": version, "time": now, "by": f"{_user()}@{socket.gethostname()}"}
-        self._create(f"{_folder(check_name(name))}/{layout.edit_name(now)}{ALIAS_SUFFIX}", json.dumps(body).encode())
+        self._create(
+            f"{_folder(check_name(name))}/{layout.edit_name(now)}{ALIAS_SUFFIX}", json.dumps(body).encode()
+        )
 
     def mark_used(self, version: ArtifactVersion, run: str) -> None:
         """Record that ``run`` used ``version``: lineage from an artifact reaches its runs without

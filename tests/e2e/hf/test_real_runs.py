@@ -498,9 +498,13 @@ DOC_EXAMPLES: dict[str, tuple[list[tuple[str, str]], object]] = {
         [],
         lambda store, runs, done, cwd: (
             done.returncode == 0
-            and done.stdout.startswith("checkpoint sft-lr0.03-r4-s0@8\nmade from\n└── saved by run sft-lr0.03-r4-s0")
-            and all(f"input: artifact" in line for line in done.stdout.splitlines()[3:6])
-            and "(dataset)" in done.stdout and "(model)" in done.stdout and "(tokenizer)" in done.stdout
+            and done.stdout.startswith(
+                "checkpoint sft-lr0.03-r4-s0@8\nmade from\n└── saved by run sft-lr0.03-r4-s0"
+            )
+            and all("input: artifact" in line for line in done.stdout.splitlines()[3:6])
+            and "(dataset)" in done.stdout
+            and "(model)" in done.stdout
+            and "(tokenizer)" in done.stdout
             and done.stdout.rstrip().endswith("made into: nothing recorded")
         ),
     ),

@@ -560,7 +560,9 @@ def test_inputs_and_lineage_from_a_data_set_to_every_run_trained_on_it(tmp_path,
     train("second", build_model(tok, seed=1), saves=False)  # other weights, the same architecture
     from transformers import AutoModelForCausalLM
 
-    train("from-first", AutoModelForCausalLM.from_pretrained(tmp_path / "first" / "checkpoint-3"), saves=False)
+    train(
+        "from-first", AutoModelForCausalLM.from_pretrained(tmp_path / "first" / "checkpoint-3"), saves=False
+    )
 
     def inputs(name: str) -> dict[str, str]:
         used = [e for e in open_run(name, dir=root).events() if e["kind"] == "artifact_used"]

@@ -1,11 +1,16 @@
 """A run's records as one: every process's blocks, configs and events together, with the rows and
-events that a later rewind superseded hidden (they stay on disk).
+events that a later rewind superseded hidden (they stay on disk), and a fork's parent's history up to
+the branch step before its own.
 
 A rewind at time T to step N supersedes every row logged before T with a step above N. Rows are
-never deleted, so each block gets a visibility mask instead.
+never deleted, so each block gets a visibility mask instead. A fork branched at step N is much the
+same: its parent's rows at N and before come first, those after are not its history.
 """
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
 
 from ..store import codec
 from .records import ProcessRecords
@@ -34,6 +39,34 @@ def apply_rewinds(merged: ProcessRecords) -> None:
     merged.events.sort(key=lambda e: e.time)
     merged.tables.sort(key=lambda t: t.time)
     merged.configs.sort(key=lambda c: c.time)
+
+
+def inherit(
+    merged: ProcessRecords, parent: ProcessRecords, step: int
+) -> Callable[[list[codec.Block]], list[codec.Block]]:
+    """Put ``parent``'s visible rows, events and tables at ``step`` and before ahead of the fork's own
+    (``merged``, its rewinds applied). A rewind of the fork to a step before ``step`` cuts the parent's
+    history there too. The parent's configs are not the fork's (its own config is; the parent's, as it
+    was, is its ``fork`` event's), nor are its rewinds (applied to its rows already). Returns the cut
+    for more of the parent's blocks (each process's, for ``Run.process_series``). The parent's blocks
+    are copied, never changed: the parent's own reader shares them."""
+
+    cut = min([step, *(e.step for e in merged.events if e.kind == "rewind")])
+
+    def up_to(blocks: list[codec.Block]) -> list[codec.Block]:
+        out = []
+        for block in blocks:
+            keep = block.steps <= cut
+            if block.visible is not None:
+                keep &= block.visible
+            if keep.any():
+                out.append(dataclasses.replace(block, visible=keep))
+        return out
+
+    merged.blocks[:0] = up_to(parent.blocks)
+    merged.events[:0] = [e for e in parent.events if e.step <= cut and e.kind != "rewind"]
+    merged.tables[:0] = [t for t in parent.tables if t.step <= cut]
+    return up_to
 
 
 def visible_last_step(blocks: list[codec.Block]) -> int | None:

@@ -239,9 +239,12 @@ class Tracker:
         recorder = capture_console(console == "stderr", settings.console_max()) if console else None
         try:
             now = time.time()
+            # resume= naming the fork's own parent (an adapter's automatic resume in the parent's
+            # output folder) forks it: the parent is not re-attached to, nor rewound
+            resume = None if fork is not None and self._opts.resume == fork[0]["run"] else self._opts.resume
             request = RunRequest(
-                id=self._opts.resume or self._opts.id,
-                new=self._opts.resume is None and self._opts.id is not None,
+                id=resume or self._opts.id,
+                new=resume is None and self._opts.id is not None,
                 name=self._labels.name,
                 project=self.project,
                 tags=self._labels.tags,
@@ -294,7 +297,7 @@ class Tracker:
                 self.event(FORK_EVENT, step=ref["step"], run=ref["run"], config=parent_config)
             if self._opts.config is not None:
                 self.log_config(self._opts.config)
-            if self._opts.resume_step is not None:
+            if self._opts.resume_step is not None and (resume is not None or self._opts.resume is None):
                 self.rewind(self._opts.resume_step)
 
     def _fork(self, dir: str | os.PathLike[str] | None) -> tuple[ForkRef, dict[str, Any]] | None:

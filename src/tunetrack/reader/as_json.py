@@ -56,7 +56,9 @@ def run_json(
             counters=run.counters(),
             config=run.config,
             events=run.events(),
-            forks=[{"id": f.id, "name": f.name, "step": (f.fork or {}).get("step")} for f in run.forks()],
+            forks=[
+                {"id": f.id, "name": f.name, "step": f.fork["step"] if f.fork else None} for f in run.forks()
+            ],
         )
     return record
 

@@ -27,7 +27,7 @@ from . import console_log as console
 from . import from_ends
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
-from .merge import apply_rewinds, inherit, visible_last_step
+from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
 from .names import metric_key, unknown
 from .processes import Process, latest_primary, listed_processes, run_state
 from .processes import processes as read_processes
@@ -68,6 +68,7 @@ class Run:
         self._process_blocks: dict[str, list[codec.Block]] = {}
         self._console: dict[str, ProcessConsole] = {}  # each process's console lines read so far
         self._parent: Run | None = None  # a fork's parent, read once and refreshed with the fork
+        self._own = History({}, [], [])  # its own records as read, before rewinds and any parent's
 
     @property
     def path(self) -> Path | str:
@@ -212,15 +213,41 @@ class Run:
             merged.configs += recs.configs
             merged.events += recs.events
             merged.tables += recs.tables
+        self._own = History(dict(self._process_blocks), list(merged.events), list(merged.tables))
         apply_rewinds(merged)
-        parent, fork = self.parent(), self.fork
-        if parent is not None and fork is not None:  # a fork: its parent's history up to the branch first
-            with parent._lock:
-                records, by_process = parent._records, dict(parent._process_blocks)
-            inherited = inherit(merged, records, fork["step"])
-            for name, blocks in by_process.items():
-                self._process_blocks[name] = inherited(blocks) + self._process_blocks.get(name, [])
+        fork = self.fork
+        if fork is not None:  # a fork: its parent's history up to the branch step comes first
+            inherited = self._inherited(fork, merged.events)
+            merged.blocks[:0] = [b for blocks in inherited.blocks.values() for b in blocks]
+            merged.events[:0] = inherited.events
+            merged.tables[:0] = inherited.tables
+            for name, blocks in inherited.blocks.items():
+                self._process_blocks[name] = blocks + self._process_blocks.get(name, [])
         return merged
+
+    def _inherited(self, fork: ForkRef, own_events: list[codec.EventRecord]) -> History:
+        """What this fork inherits: its parent's history as it was when the fork began, up to the
+        branch step (or to an earlier step a rewind of the fork went back to); nothing without it."""
+        parent = self.parent()
+        if parent is None:
+            return History({}, [], [])
+        return up_to(parent._history(self.created), branch_step(fork["step"], own_events))
+
+    def _history(self, until: float) -> History:
+        """This run's history as it read at ``until`` (``merge.as_of``), its own parent's first: what
+        a fork that began then inherits."""
+        with self._lock:
+            self._records  # noqa: B018 - reads the data, which keeps the run's own records
+            own = self._own
+        history = as_of(own, until)
+        fork = self.fork
+        if fork is None:
+            return history
+        inherited = self._inherited(fork, history.events)
+        blocks = dict(inherited.blocks)
+        for name, more in history.blocks.items():
+            blocks[name] = blocks.get(name, []) + more
+        return History(blocks, inherited.events + history.events, inherited.tables + history.tables)
 
     # -- forks -----------------------------------------------------------------------------------------
     @property

@@ -108,7 +108,7 @@ def open_run(dir: str | os.PathLike[str] | None, request: RunRequest, strict: bo
 
 def _open_files(store: Store, opened: Opened, request: RunRequest) -> None:
     run = opened.run
-    record = {"id": run.id, "name": run.name, "project": run.project, "tags": request.tags}
+    record: dict[str, Any] = {"id": run.id, "name": run.name, "project": run.project, "tags": request.tags}
     if request.fork is not None:
         record[forks.FIELD] = request.fork
     if not store.create_run(run.id, {**record, "created": request.created, "format": codec.FORMAT_VERSION}):

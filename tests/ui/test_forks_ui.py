@@ -54,3 +54,11 @@ def test_the_run_pages_link_a_fork_and_its_parent(root, page):
         assert child.get_attribute("href") == f"/run/{child_id}"
     finally:
         server.stop()
+
+
+def test_the_runs_table_summarizes_a_fork_over_its_whole_history(root):
+    _two_runs(root)
+    with TestClient(create_app(root, None), base_url="http://test") as c:
+        rows = {r["name"]: r for r in c.get("/api/runs", params={"key": "loss"}).json()}
+    assert rows["child"]["summary"]["loss"]["min"] == -12.0 and rows["child"]["summary"]["loss"]["max"] == 8.0
+    assert rows["child"]["fork"]["step"] == 8

@@ -6,7 +6,7 @@
 Each tracker, in a fresh folder of its own and a process of its own, runs 10 runs; each run logs the
 same base-model folder (one weights file of random bytes and a config) as an artifact, the way its
 docs say: tunetrack ``Tracker.log_artifact`` (waiting for the version), trackio ``log_artifact``,
-MLflow ``log_artifacts`` (a local file store), W&B ``Artifact.add_dir`` + ``log_artifact`` offline.
+MLflow ``log_artifacts`` (a SQLite backend, artifacts in a local folder), W&B ``Artifact.add_dir`` + ``log_artifact`` offline.
 Reported per tracker: the bytes its folder holds at the end (``du``, every file it wrote: runs,
 artifacts, caches under the folder) as a multiple of the model's size, and the median seconds one
 ``log_artifact`` took. Medians; nothing is asserted. Results also go to benchmarks/results/artifacts.json.
@@ -50,7 +50,7 @@ elif which == "trackio":
         trackio.finish()
 elif which == "mlflow":
     import mlflow
-    mlflow.set_tracking_uri("file://" + home)
+    mlflow.set_tracking_uri(f"sqlite:///{home}/mlflow.db")  # its artifacts under the working folder: home
     for i in range(RUNS):
         with mlflow.start_run():
             mlflow.log_metric("loss", 1.0)

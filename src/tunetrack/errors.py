@@ -49,3 +49,9 @@ class UnknownName(TunetrackError, ValueError):
 class AmbiguousName(TunetrackError, ValueError):
     """A short config name (``lr``) that finds several keys with different values in one run; the
     message lists them, to be named in full."""
+
+
+class InvalidFork(TunetrackError, ValueError):
+    """``fork_from`` names no run, a run that holds no step to branch from, or a step past the run's
+    last one. ``Tracker.start()`` raises it, in every mode: a fork without the history it was asked to
+    continue is not the run its user meant, and the mistake is cheapest before the first step."""

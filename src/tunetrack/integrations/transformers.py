@@ -42,7 +42,11 @@ class TunetrackCallback(TrainerCallback):
     ``resume="auto"`` (default) re-attaches a ``train(resume_from_checkpoint=...)`` to the run recorded
     in ``output_dir/.tunetrack_run`` (``tunetrack.integrations.support.resume``); ``resume=None`` always starts a new run;
     any other string is the id of the run to re-attach to. ``on_nan="stop"`` saves and stops training
-    cleanly when the loss or the gradient norm turns NaN/Inf. Other keyword arguments go to ``Tracker``.
+    cleanly when the loss or the gradient norm turns NaN/Inf. ``fork_from="RUN@STEP"`` makes the run a
+    fork of that run at that step (``Tracker(fork_from=)``): train from the parent's checkpoint of that
+    step (``train(resume_from_checkpoint=...)``) into an ``output_dir`` of its own, whose marker then
+    names the fork, so a later resume re-attaches to the fork and keeps its branch point (a marker that
+    names the parent itself forks it rather than re-attaching). Other keyword arguments go to ``Tracker``.
     """
 
     def __init__(
@@ -54,6 +58,7 @@ class TunetrackCallback(TrainerCallback):
         config: Any = None,
         resume: str | None = "auto",
         on_nan: str = "warn",
+        fork_from: str | None = None,
         **tracker_kwargs: Any,
     ) -> None:
         if on_nan not in ("warn", "stop"):
@@ -62,6 +67,7 @@ class TunetrackCallback(TrainerCallback):
         self.project, self.name, self.dir, self.tags = project, name, dir, list(tags or [])
         self.extra_config = config
         self.resume = resume
+        self.fork_from = fork_from
         self.tracker_kwargs = tracker_kwargs
         self.tracker: Tracker | None = None
         self._trial: Trial | None = None
@@ -132,6 +138,7 @@ class TunetrackCallback(TrainerCallback):
             config=self.extra_config,
             resume=resume,
             resume_step=step,
+            fork_from=self.fork_from,
             **self.tracker_kwargs,
         )
 

@@ -25,7 +25,8 @@ def run_json(
     ``last_keys`` if given) and ``loss`` (the last training loss); with ``summary`` (``Run.summary()``:
     last, min, max, best and its step per key) that too; with ``detail`` also the error,
     the metadata of every process, where and how the run ran (``provenance``), what it could not
-    keep (``Run.counters``), the config and the events."""
+    keep (``Run.counters``), the config, the events and the runs forked from it (``forks``: id, name,
+    step). ``fork``: where a fork branched (``Run.fork``: the parent's id and the step), else None."""
     record: dict[str, Any] = {
         "id": run.id,
         "name": run.name,
@@ -39,6 +40,7 @@ def run_json(
         "ended": run.ended,
         "hosts": run.hosts,
         "last_step": latest["step"] if latest is not None else run.last_step,
+        "fork": run.fork,
     }
     if latest is not None:
         values = latest["values"]
@@ -54,6 +56,9 @@ def run_json(
             counters=run.counters(),
             config=run.config,
             events=run.events(),
+            forks=[
+                {"id": f.id, "name": f.name, "step": f.fork["step"] if f.fork else None} for f in run.forks()
+            ],
         )
     return record
 

@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from .. import config, failures
-from ..config import names
+from ..config import flatten, names
 from ..errors import AmbiguousName
 from ..states import State
 from ..values import is_number
@@ -47,6 +47,10 @@ NOT_KEPT = {
     "lost_rows": "rows lost (the store could not write them)",
     "late_rows": "rows logged after finish()",
 }
+
+
+#: event details worded as how many entries they hold (``event_text``)
+COUNTED = ("files", "metrics", "config")
 
 
 def when(ts: float | None) -> str:
@@ -198,9 +202,40 @@ def facts(run: Run) -> list[tuple[str, str]]:
     ]
     if about["imported"]:
         rows.append(("imported", about["imported"]))
+    rows += fork_facts(run)
     held = samples_listed(run)
     if held != "none":  # the tables it holds and how to read them, or why a GRPO run has none
         rows.append(("samples", held))
+    return rows
+
+
+def fork_facts(run: Run) -> list[tuple[str, str]]:
+    """A fork's ``forked from`` (``PARENT@STEP (name)``) and ``changed from parent`` (each config key
+    the fork holds with another value than its parent had when the fork began: ``lr: 0.0003 ->
+    0.0001``), and a parent's ``forks`` (``ID@STEP (name)``, ``; ``-separated): each begins with the
+    run id the dashboard links."""
+    rows = []
+    fork = run.fork
+    if fork is not None:
+        parent = run.parent()
+        named = f" ({parent.name})" if parent is not None and parent.name != parent.id else ""
+        gone = " (not in this store)" if parent is None and run.store is not None else ""
+        rows.append(("forked from", f"{fork['run']}@{fork['step']}{named}{gone}"))
+        before = run.fork_config()
+        if before is not None:
+            changes = [
+                f"{key}: {old if old is not None else NONE} -> {new}"
+                for key, (old, new) in differing([flatten(before), run.flat_config])
+                if new is not None
+            ]
+            rows.append(("changed from parent", "; ".join(changes) or "nothing in the config"))
+    children = run.forks()
+    if children:
+        texts = [
+            f"{c.id}@{c.fork['step'] if c.fork else NONE}" + (f" ({c.name})" if c.name != c.id else "")
+            for c in children
+        ]
+        rows.append(("forks", "; ".join(texts)))
     return rows
 
 
@@ -225,9 +260,9 @@ def summary_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
 def event_text(event: dict[str, Any], width: int | None = None) -> str:
     """An event's details (all but its kind, step and time): ``path=ckpt-20, value=nan``; each value
     cut to ``width`` characters if given; a checkpoint's files and metrics as how many (``tunetrack
-    checkpoints`` lists them)."""
+    checkpoints`` lists them), as a fork's parent's config (``tunetrack show`` words its changes)."""
     return ", ".join(
-        f"{k}={len(v) if k in ('files', 'metrics') and isinstance(v, (list, dict)) else short(v, width)}"
+        f"{k}={len(v) if k in COUNTED and isinstance(v, (list, dict)) else short(v, width)}"
         for k, v in event.items()
         if k not in ("kind", "step", "time")
     )

@@ -171,8 +171,9 @@ class Catalog:
                 # an ended run's aggregates come from its end records; a live one's data is read anyway
                 # (incrementally, in the parsed-run cache). A run that ended without them (written by
                 # an older version, or rewound) shows none here rather than have a cold table read
-                # every such run's data: `tunetrack ls` computes them
-                stored = shown.aggregates() if live else shown.stored_aggregates()
+                # every such run's data: `tunetrack ls` computes them. A fork's are its parent's and its
+                # own together, which no end record holds: read (forks are few)
+                stored = shown.aggregates() if live or shown.fork else shown.stored_aggregates()
                 row["aggregates"] = stored or {}
                 rows[run_id] = (stamp, now, row)
                 changed = changed or hit is None or hit[2] != rows[run_id][2]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
 
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
@@ -12,7 +11,7 @@ from ..store import Store, open_store
 from ..store.gc_pause import no_cyclic_gc
 from . import listing_cache
 from .names import closest
-from .run import Run
+from .run import Run, load
 
 
 def store_at(dir: str | os.PathLike[str] | None = None) -> Store:
@@ -28,14 +27,6 @@ def store_name(dir: str | os.PathLike[str] | None = None) -> str:
 def run_exists(dir: str | os.PathLike[str] | None, run_id: str) -> bool:
     """Whether the store at ``dir`` holds the run ``run_id`` (an importer's "already imported")."""
     return store_at(dir).run(run_id) is not None
-
-
-def load(store: Store, run_id: str, stamp: Any = None) -> Run | None:
-    """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run;
-    ``stamp``: what the store's ``entries()`` just gave for it."""
-    folder = store.run(run_id, stamp)
-    data = folder.run_json() if folder is not None else None
-    return Run(folder, data) if folder is not None and data is not None else None
 
 
 def all_runs(store: Store) -> list[Run]:

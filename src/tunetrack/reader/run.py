@@ -13,25 +13,38 @@ from pathlib import Path
 from typing import Any
 
 from .. import aggregates, failures
+from .._warnings import warn_once
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
 from ..metric_keys import minimized, spelled
 from ..states import State
-from ..store import codec
-from ..store.base import RunFolder
+from ..store import codec, forks
+from ..store.base import RunFolder, Store
 from ..store.ends import EndRecord
+from ..store.forks import ForkRef
 from . import console_log as console
 from . import from_ends
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
-from .merge import apply_rewinds, visible_last_step
+from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
 from .names import metric_key, unknown
 from .processes import Process, latest_primary, listed_processes, run_state
 from .processes import processes as read_processes
 from .records import ProcessRecords, read_process
 from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
+
+#: the most forks of forks a reader follows back (a loop, or a chain gone wrong, reads as no parent)
+MAX_FORK_DEPTH = 64
+
+
+def load(store: Store, run_id: str, stamp: Any = None) -> Run | None:
+    """The run ``run_id`` of ``store`` (its ``run.json`` read), or None if it holds no such run;
+    ``stamp``: what the store's ``entries()`` just gave for it."""
+    folder = store.run(run_id, stamp)
+    data = folder.run_json() if folder is not None else None
+    return Run(folder, data, store) if folder is not None and data is not None else None
 
 
 class Run:
@@ -40,8 +53,10 @@ class Run:
     A long-lived reader (the dashboard) keeps one ``Run`` and calls ``refresh()`` when the files
     changed; one ``Run`` may be shared by threads."""
 
-    def __init__(self, folder: RunFolder, run_json: dict[str, Any]) -> None:
+    def __init__(self, folder: RunFolder, run_json: dict[str, Any], store: Store | None = None) -> None:
         self.folder = folder
+        #: the store the run was read from: where a fork finds its parent (None: a run read alone)
+        self.store = store
         self.id: str = str(run_json.get("id") or str(folder).rstrip("/").rsplit("/", 1)[-1])
         self.project: str | None = run_json.get("project")
         self.created: float = float(run_json.get("created") or 0.0)
@@ -52,6 +67,8 @@ class Run:
         self._system_blocks: dict[str, list[codec.Block]] = {}
         self._process_blocks: dict[str, list[codec.Block]] = {}
         self._console: dict[str, ProcessConsole] = {}  # each process's console lines read so far
+        self._parent: Run | None = None  # a fork's parent, read once and refreshed with the fork
+        self._own = History({}, [], [])  # its own records as read, before rewinds and any parent's
 
     @property
     def path(self) -> Path | str:
@@ -65,6 +82,8 @@ class Run:
         appended, not its whole history."""
         self.folder.refresh()
         self._forget()
+        if self._parent is not None:
+            self._parent.refresh()
 
     def _forget(self) -> None:
         """Drop what was derived from the files (they changed; ``refresh`` looked at them afresh)."""
@@ -194,8 +213,110 @@ class Run:
             merged.configs += recs.configs
             merged.events += recs.events
             merged.tables += recs.tables
+        self._own = History(dict(self._process_blocks), list(merged.events), list(merged.tables))
         apply_rewinds(merged)
+        fork = self.fork
+        if fork is not None:  # a fork: its parent's history up to the branch step comes first
+            inherited = self._inherited(fork, merged.events)
+            merged.blocks[:0] = [b for blocks in inherited.blocks.values() for b in blocks]
+            merged.events[:0] = inherited.events
+            merged.tables[:0] = inherited.tables
+            for name, blocks in inherited.blocks.items():
+                self._process_blocks[name] = blocks + self._process_blocks.get(name, [])
         return merged
+
+    def _inherited(self, fork: ForkRef, own_events: list[codec.EventRecord]) -> History:
+        """What this fork inherits: its parent's history as it was when the fork began, up to the
+        branch step (or to an earlier step a rewind of the fork went back to); nothing without it."""
+        parent = self.parent()
+        if parent is None:
+            return History({}, [], [])
+        return up_to(parent._history(self.created), branch_step(fork["step"], own_events))
+
+    def _history(self, until: float) -> History:
+        """This run's history as it read at ``until`` (``merge.as_of``), its own parent's first: what
+        a fork that began then inherits."""
+        with self._lock:
+            self._records  # noqa: B018 - reads the data, which keeps the run's own records
+            own = self._own
+        history = as_of(own, until)
+        fork = self.fork
+        if fork is None:
+            return history
+        inherited = self._inherited(fork, history.events)
+        blocks = dict(inherited.blocks)
+        for name, more in history.blocks.items():
+            blocks[name] = blocks.get(name, []) + more
+        return History(blocks, inherited.events + history.events, inherited.tables + history.tables)
+
+    # -- forks -----------------------------------------------------------------------------------------
+    @property
+    def fork(self) -> ForkRef | None:
+        """Where this run branched, if it is a fork (``Tracker(fork_from="RUN@STEP")``): ``{"run": the
+        parent's id, "step": the last step of the parent's that is this run's history}``; else None.
+        Its series, rows and events hold the parent's up to that step, then its own; its system
+        metrics and console are its own alone."""
+        return forks.read(self._run_json)
+
+    def parent(self) -> Run | None:
+        """The run this fork branched from, read from the same store; None for a run that is no fork,
+        and (warned about once) for a fork whose parent the store no longer holds, or whose ancestry
+        loops back on itself or is deeper than ``MAX_FORK_DEPTH``: it then reads as its own history."""
+        fork = self.fork
+        if fork is None or self.store is None:
+            return None
+        if self._parent is None:
+            chain, run = [self.id], self
+            while (ref := run.fork) is not None:  # run.json alone along the way: no data is read
+                if ref["run"] in chain or len(chain) > MAX_FORK_DEPTH:
+                    warn_once(
+                        f"fork-chain:{self.id}",
+                        f"run {self.id}: its forks loop or nest too deep "
+                        f"({' -> '.join(chain)} -> {ref['run']}); it reads as its own history",
+                    )
+                    return None
+                found = load(self.store, ref["run"])
+                if found is None:
+                    warn_once(
+                        f"fork-parent:{self.id}",
+                        f"run {run.id} is forked from {ref['run']}@{ref['step']}, "
+                        "which the store does not hold: its history before the fork is not shown",
+                    )
+                    return None
+                chain.append(found.id)
+                if run is self:
+                    self._parent = found
+                run = found
+        return self._parent
+
+    def fork_config(self) -> dict[str, Any] | None:
+        """The parent's config as it was when this fork began (its ``fork`` event), so that what the
+        fork changed can be told after the parent changed or was deleted; None for a run that is no
+        fork, or one whose event is gone."""
+        fork = self.fork
+        if fork is None:
+            return None
+        for event in reversed(self._records.events):  # its own comes after any it inherited
+            if event.kind == forks.EVENT and event.data.get("run") == fork["run"]:
+                config = event.data.get("config")
+                return dict(config) if isinstance(config, dict) else {}
+        return None
+
+    def forks(self) -> list[Run]:
+        """The runs forked from this one (each with ``fork["run"]`` its id), oldest first: a listing of
+        the store's runs (``run.json`` each, or the listing index), no data read."""
+        if self.store is None:
+            return []
+        store = self.store
+        found = [
+            run
+            for run_id, stamp in store.entries()
+            if run_id != self.id
+            and (run := load(store, run_id, stamp)) is not None
+            and (ref := run.fork) is not None
+            and ref["run"] == self.id
+        ]
+        return sorted(found, key=lambda r: r.created)
 
     @cached_property
     def config(self) -> dict[str, Any]:
@@ -322,7 +443,7 @@ class Run:
         finished primary process (no data read: what run listings use), else from the data."""
         lasts = [(p.end.get("last") if p.end else None) or p.last for p in self._listed if p.primary]
         stored = from_ends.latest(lasts, attempts_listed=self.folder.summary() is not None)
-        if stored is not None:
+        if stored is not None and self.fork is None:  # a fork's end records miss what it inherited
             return stored
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}
 
@@ -347,8 +468,9 @@ class Run:
 
     def stored_aggregates(self) -> dict[str, Agg | None] | None:
         """The aggregates the writers stored, merged over the processes, when readers can trust
-        them (``from_ends.aggregates_of``); else None. Reads no data."""
-        return from_ends.aggregates_of([p.end for p in self._listed])
+        them (``from_ends.aggregates_of``); else None (a fork's: they miss what it inherited). Reads
+        no data."""
+        return None if self.fork is not None else from_ends.aggregates_of([p.end for p in self._listed])
 
     def summary(self, best: Mapping[str, bool] | None = None) -> dict[str, dict[str, Any]]:
         """Per key (``aggregates.SUMMARY_FIELDS``): the last value, min and max over finite numbers,

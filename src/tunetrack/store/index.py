@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from . import forks
 from .blobs import Blobs, StoreUnavailable
 from .cache import ObjectCache
 from .process_meta import LISTED, ProcessMeta
@@ -109,7 +110,10 @@ def index_entry(
     """What listings read of one process of a run: the run's identity, where the process runs, its
     last values, how it ended, when it last showed it was alive."""
     return {
-        "run": {k: run.get(k) for k in ("id", "name", "project", "tags", "created")},
+        "run": {
+            **{k: run.get(k) for k in ("id", "name", "project", "tags", "created")},
+            **({forks.FIELD: run[forks.FIELD]} if forks.FIELD in run else {}),  # a fork's reference
+        },
         "proc": proc,
         "meta": {k: meta.get(k) for k in LISTED},
         "last": last,

@@ -41,6 +41,8 @@ class Options:
     alerts: str | Sequence[str] | None
     console: bool | str | None
     strict: bool
+    #: ``RUN@STEP``: the run and step this new run branches from (``writer.resolve_fork``)
+    fork_from: str | None = None
 
     def backends(self) -> list[Backend]:
         """Backends given as instances or by name (``TUNETRACK_BACKENDS`` when none are given). A name

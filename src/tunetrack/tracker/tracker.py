@@ -21,16 +21,18 @@ from .. import settings
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
-from ..errors import InvalidValue
+from ..errors import InvalidFork, InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
 from ..states import State
 from ..store.artifacts import ArtifactVersion
 from ..values import FAST_TYPES, snapshot
 from ..writer import (
+    FORK_EVENT,
     Channel,
     ConfigUpdate,
     Event,
+    ForkRef,
     MediaFile,
     Role,
     RunEdit,
@@ -38,6 +40,7 @@ from ..writer import (
     SystemSample,
     Table,
     Writer,
+    resolve_fork,
 )
 from . import exit_hooks
 from .alerting import Alerts
@@ -96,6 +99,7 @@ class Tracker:
         alerts: str | Sequence[str] | None = None,
         alert_finished: bool = False,
         console: bool | str | None = None,
+        fork_from: str | None = None,
     ) -> None:
         self.project = project
         self.strict = strict
@@ -120,6 +124,7 @@ class Tracker:
             alerts,
             console,
             strict,
+            fork_from,
         )
         self._sampler: Any = None
         self._console: ConsoleCapture | None = None
@@ -206,13 +211,17 @@ class Tracker:
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Tracker:
-        """Create (or re-attach to) the run and start the writer. Idempotent; never raises."""
+        """Create (or re-attach to) the run and start the writer. Idempotent; never raises, but for
+        an unusable ``fork_from`` (``errors.InvalidFork``, before anything is recorded)."""
         with self._lock:
             if self._started:
                 return self
             self._started = True
             try:
                 self._start()
+            except InvalidFork:
+                self._active = False
+                raise
             except Exception as exc:  # a tracker must never take training down with it
                 if self.strict:
                     raise
@@ -230,15 +239,19 @@ class Tracker:
         if role is None:
             self._active = False
             return
+        dir = settings.store_dir(self._opts.dir) if self._opts.store else None
+        self._store_dir = None if dir is None else os.fspath(dir)
+        fork = self._fork(dir) if role == Role.PRIMARY else None  # before anything starts: it may raise
         # the recorder process starts now and is ready by the time the run is (fds redirected below)
         recorder = capture_console(console == "stderr", settings.console_max()) if console else None
         try:
-            dir = settings.store_dir(self._opts.dir) if self._opts.store else None
-            self._store_dir = None if dir is None else os.fspath(dir)
             now = time.time()
+            # resume= naming the fork's own parent (an adapter's automatic resume in the parent's
+            # output folder) forks it: the parent is not re-attached to, nor rewound
+            resume = None if fork is not None and self._opts.resume == fork[0]["run"] else self._opts.resume
             request = RunRequest(
-                id=self._opts.resume or self._opts.id,
-                new=self._opts.resume is None and self._opts.id is not None,
+                id=resume or self._opts.id,
+                new=resume is None and self._opts.id is not None,
                 name=self._labels.name,
                 project=self.project,
                 tags=self._labels.tags,
@@ -246,6 +259,7 @@ class Tracker:
                 process={**run_metadata(), "role": role, "rank": ranks.as_meta()},
                 job=job if role == Role.PRIMARY and ranks.rank == 0 else None,
                 upload_interval=self._opts.upload_interval,
+                fork=fork[0] if fork is not None else None,
             )
             urls = settings.alert_urls(self._opts.alerts)
             if urls and role == Role.PRIMARY:
@@ -284,10 +298,25 @@ class Tracker:
             self._sampler.start()
         exit_hooks.track(self)
         if self._active:
+            if fork is not None and not opened.resumed:  # a resumed fork has its branch point already
+                ref, parent_config = fork
+                self._step = ref["step"]  # the next row is the first of the fork's own
+                self.event(FORK_EVENT, step=ref["step"], run=ref["run"], config=parent_config)
             if self._opts.config is not None:
                 self.log_config(self._opts.config)
-            if self._opts.resume_step is not None:
+            if self._opts.resume_step is not None and (resume is not None or self._opts.resume is None):
                 self.rewind(self._opts.resume_step)
+
+    def _fork(self, dir: str | os.PathLike[str] | None) -> tuple[ForkRef, dict[str, Any]] | None:
+        """The parent and branch step of ``fork_from`` with the parent's config (``errors.InvalidFork``
+        for one that names no usable run and step); None for a run that is no fork, or one without a
+        store (nothing to branch from: warned about once)."""
+        if self._opts.fork_from is None:
+            return None
+        if dir is None:
+            warn_once(f"fork-no-store:{id(self)}", "fork_from is ignored with store=False")
+            return None
+        return resolve_fork(dir, self._opts.fork_from)
 
     def _log_system(self, unix_time: float, row: dict[str, Any]) -> None:
         if self._channel is not None:

@@ -1,17 +1,21 @@
 """The writer: a background thread that turns what the tracker queued into records in the store
 (and calls the backends), so that ``Tracker.log`` only has to append."""
 
+from ..store.forks import EVENT as FORK_EVENT  # a new fork's first event, which the tracker sends
+from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta, Ranks, Role  # what a RunRequest carries, for whoever builds one
 from .channel import Channel
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample, Table
-from .opening import OpenedRun, RunRequest
+from .opening import OpenedRun, RunRequest, resolve_fork
 from .writer import Writer
 
 __all__ = [
     "Channel",
     "ConfigUpdate",
     "Counters",
+    "FORK_EVENT",
+    "ForkRef",
     "Event",
     "Flush",
     "MediaFile",
@@ -23,6 +27,7 @@ __all__ = [
     "Role",
     "RunRequest",
     "SystemSample",
+    "resolve_fork",
     "Table",
     "Writer",
 ]

@@ -11,11 +11,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._warnings import warn_once
 from ..edits import fold
-from ..store import codec, layout, open_store
+from ..store import codec, forks, layout, open_store
 from ..store.base import ProcessWriter, Store
+from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta
 
 #: how long another node's first rank waits for global rank 0 to publish the job's run
@@ -40,6 +42,9 @@ class RunRequest:
     #: ``id`` names a new run rather than one to re-attach to (an imported run's id is derived from
     #: its source, so a second import finds it)
     new: bool = False
+    #: the run this one is a fork of, and where it branched (``resolve_fork``): stored in ``run.json``
+    #: when the run is created; a resumed fork keeps the reference it was created with
+    fork: ForkRef | None = None
 
 
 @dataclass
@@ -103,7 +108,9 @@ def open_run(dir: str | os.PathLike[str] | None, request: RunRequest, strict: bo
 
 def _open_files(store: Store, opened: Opened, request: RunRequest) -> None:
     run = opened.run
-    record = {"id": run.id, "name": run.name, "project": run.project, "tags": request.tags}
+    record: dict[str, Any] = {"id": run.id, "name": run.name, "project": run.project, "tags": request.tags}
+    if request.fork is not None:
+        record[forks.FIELD] = request.fork
     if not store.create_run(run.id, {**record, "created": request.created, "format": codec.FORMAT_VERSION}):
         run.resumed = True
         run.name, run.project = _existing(store, run.id, run.name, run.project)
@@ -155,6 +162,14 @@ class JobJoin:
         except OSError as exc:
             warn_once(f"store-open:{run_id}", f"cannot write the run store at {opened.run.dir}: {exc!r}")
         return opened
+
+
+def resolve_fork(dir: str | os.PathLike[str], spec: str) -> tuple[ForkRef, dict[str, Any]]:
+    """The reference a fork of ``spec`` (``RUN@STEP``) stores and the parent's config, resolved in the store at ``dir`` as every
+    reader resolves a run (``manage.forks.resolve``); raises ``errors.InvalidFork``."""
+    from ..manage.forks import resolve  # the readers, loaded only by a process that forks
+
+    return resolve(dir, spec)
 
 
 def join_job(dir: str | os.PathLike[str], job: str, not_before: float, request: RunRequest) -> JobJoin:

@@ -302,9 +302,12 @@ export function stateBadge(state, failure) {
   badge.title = text;
   return badge;
 }
+// The facts that name runs (reader/as_text.py's fork_facts): "ID@STEP (name)" parts, "; "-separated.
+const RUN_FACTS = ["forked from", "forks"];
 // A run's overview as the server words it (reader/as_text.py): [label, text] rows into a <dl>, each
-// <dd> marked with its label (data-fact). The state fact ("failed: CUDA out of memory on rank 0") is a badge.
-export function showFacts(list, facts) {
+// <dd> marked with its label (data-fact). The state fact ("failed: CUDA out of memory on rank 0") is a badge;
+// with `runLink` (a run id -> its page's address), a fork's parent and a run's forks are links.
+export function showFacts(list, facts, runLink) {
   list.replaceChildren();
   for (const [label, text] of facts) {
     const dd = el("dd");
@@ -312,6 +315,12 @@ export function showFacts(list, facts) {
     if (label === "state") {
       const [state, ...failure] = text.split(": ");
       dd.append(stateBadge(state, failure.join(": ") || null));
+    } else if (runLink && RUN_FACTS.includes(label)) {
+      text.split("; ").forEach((part, i) => {
+        const link = el("a", part);
+        link.href = runLink(part.split("@")[0]);
+        dd.append(...(i ? ["; ", link] : [link]));
+      });
     } else dd.append(text);
     list.append(el("dt", label), dd);
   }

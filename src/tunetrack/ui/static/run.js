@@ -196,7 +196,7 @@ function renderMedia() {  // images logged one by one (tables of samples are the
 // The overview as the server words it (`tunetrack show`'s words), marked where it needs a second look.
 function renderOverview() {
   const list = document.getElementById("facts");
-  showFacts(list, run.overview.facts);
+  showFacts(list, run.overview.facts, id => `/run/${encodeURIComponent(id)}`);
   const git = run.provenance.git, gitFact = list.querySelector("[data-fact='git']");
   if (git) gitFact.title = [git.commit, git.remote].filter(Boolean).join("\n");
   gitFact.classList.toggle("warn", Boolean(git?.dirty));  // the code that ran is not the commit

@@ -229,3 +229,23 @@ def test_the_cli_lists_promotes_downloads_and_walks_lineage(root, tmp_path):
     ]:
         failed = cli_run(*args)
         assert failed.exit_code != 0 and said in failed.output and "Traceback" not in failed.output
+
+
+def test_a_fork_is_in_the_lineage_of_the_checkpoint_it_branched_at(root, tmp_path):
+    """``fork_from="RUN@STEP"`` at a step with a checkpoint: lineage goes from that checkpoint to the
+    fork; the fork's own checkpoints are its own (the parent's stay the parent's)."""
+    ckpt = _folder(tmp_path / "checkpoint-2", {"model.safetensors": b"m" * 10})
+    mine = _folder(tmp_path / "checkpoint-4", {"model.safetensors": b"n" * 10})
+    with Tracker(dir=root, name="parent", system=False) as t:
+        for step in (1, 2, 3):
+            t.log({"loss": 1.0 / step}, step=step)
+        t.log_checkpoint(ckpt, step=2)
+    with Tracker(dir=root, name="child", fork_from="parent@2", system=False) as t:
+        t.log({"loss": 0.1}, step=4)
+        t.log_checkpoint(mine, step=4)
+    assert [c.step for c in open_run("child", dir=root).checkpoints()] == [4]
+    assert [c.step for c in open_run("parent", dir=root).checkpoints()] == [2]
+    out = CliRunner().invoke(cli, ["lineage", "parent@2", "--dir", str(root)]).output
+    assert out.splitlines()[-2:] == ["└── forked into run child (finished)", "    └── saved checkpoint child@4 (model)"]
+    up = CliRunner().invoke(cli, ["lineage", "child", "--dir", str(root)]).output
+    assert "└── forked from checkpoint parent@2 (model)" in up

@@ -178,6 +178,7 @@ _WORDS = {
     "saved": ("saved by", "saved"),
     "logged": ("logged by", "logged"),
     "kept as": ("kept from", "kept as"),
+    "forked": ("forked from", "forked into"),
 }
 
 

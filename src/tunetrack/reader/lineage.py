@@ -5,7 +5,9 @@ checkpoints; edges come from what the runs recorded, never from opening files:
 - ``used``: an artifact (an input the adapters recorded, or ``use_artifact``) went into a run; a
   checkpoint went into a run that started from its folder (its base model is that checkpoint);
 - ``logged``: a run made an artifact (``log_artifact``); ``saved``: a run saved a checkpoint;
-- ``kept as``: a checkpoint whose files an artifact holds, byte for byte (a checkpoint promoted).
+- ``kept as``: a checkpoint whose files an artifact holds, byte for byte (a checkpoint promoted);
+- ``forked``: a run forked from another's step (``fork_from``), from the checkpoint saved at that
+  step where there is one, else from the run.
 
 ``lineage`` walks it both ways from one node: everything upstream (what it was made from) and
 downstream (what was made from it).
@@ -40,7 +42,7 @@ class Node:
 class Edge:
     source: str
     target: str
-    relation: str  # used, logged, saved, kept as
+    relation: str  # used, logged, saved, kept as, forked
 
 
 @dataclass
@@ -128,8 +130,11 @@ def build(runs: Iterable[Run], artifacts: ArtifactStore) -> Graph:
     by_path: dict[str, str] = {}  # a local checkpoint's folder -> its node
     by_digest: dict[str, str] = {}  # a checkpoint's content -> its node
     used: list[tuple[str, str]] = []  # (run node, artifact spec)
+    forked: list[tuple[str, str, int]] = []  # (run node, parent id, step)
     for run in runs:
         me = g.add(run_node(run))
+        if (fork := run.fork) is not None:
+            forked.append((me, fork["run"], fork["step"]))
         for e in run.events():
             spec = f"{e.get('name')}:v{e.get('version')}"
             if e.get("kind") == "artifact" and spec in versions:
@@ -150,6 +155,10 @@ def build(runs: Iterable[Run], artifacts: ArtifactStore) -> Graph:
             by_path.get(os.path.normpath(v.reference)) if v.reference and "://" not in v.reference else None
         )
         g.edges.add(Edge(source or f"{ARTIFACT}:{spec}", me, "used"))
+    for me, parent, step in forked:
+        source = f"{CHECKPOINT}:{parent}@{step}"
+        if f"{RUN}:{parent}" in g.nodes:  # a parent the store no longer holds: no edge
+            g.edges.add(Edge(source if source in g.nodes else f"{RUN}:{parent}", me, "forked"))
     for v in versions.values():
         if (kept := by_digest.get(v.digest)) is not None:
             g.edges.add(Edge(kept, f"{ARTIFACT}:{v.spec}", "kept as"))

@@ -556,8 +556,11 @@ class Run:
 
     def checkpoints(self) -> list[Checkpoint]:
         """Its checkpoints in the order saved (``reader.checkpoints``), their files and metrics as
-        recorded: no checkpoint file is opened."""
-        return checkpoints(self.id, self.events())
+        recorded: no checkpoint file is opened. A fork's are those it saved itself: the ones up to
+        its branch step are its parent's (``parent().checkpoints()``)."""
+        found = checkpoints(self.id, self.events())
+        fork = self.fork
+        return found if fork is None else [c for c in found if c.step > fork["step"]]
 
     def read_media(self, rel: str) -> bytes | None:
         """A media file stored with the run (an image's ``path``), or None."""

@@ -29,7 +29,7 @@ from accelerate.tracking import GeneralTracker, on_main_process
 from .._warnings import warn_once
 from ..tracker import Tracker
 from ..tracker.checkpoints import FILES, STATE, kind_of, listing
-from ..values import is_number, snapshot_value, summarize_arrays, to_plain
+from ..values import numbers, summarize_arrays
 
 __all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register"]
 
@@ -112,7 +112,7 @@ class TunetrackTracker(GeneralTracker):
                 return
             self._record_saves()  # a save before this one has returned long ago
             step, row = self._logged
-            metrics = _numbers(row) if step == run.step else {}
+            metrics = numbers(row) if step == run.step else {}
             self._saves.append((os.fspath(output_dir), run.step, metrics))
         except Exception as exc:
             warn_once(f"accelerate-save:{id(self)}", f"save_state({output_dir!r}) was not recorded: {exc!r}")
@@ -214,7 +214,7 @@ def _starting_accelerator(tracker: TunetrackTracker) -> Any:
     frames (Accelerate hands a tracker no reference to it); None when started another way."""
     from accelerate import Accelerator
 
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     for _ in range(8):  # init_trackers -> on_main_process's wrapper -> start
         if frame is None:
             return None
@@ -223,15 +223,6 @@ def _starting_accelerator(tracker: TunetrackTracker) -> Any:
             return owner
         frame = frame.f_back
     return None
-
-
-def _numbers(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The numbers of a logged row (tensors read), for the checkpoint saved at its step."""
-    out = {}
-    for key, value in row.items():
-        if is_number(plain := to_plain(snapshot_value(value))):
-            out[str(key)] = plain
-    return out
 
 
 # -- config ---------------------------------------------------------------------------------------

@@ -70,6 +70,25 @@ def test_rotation_marks_a_checkpoint_deleted_and_never_forgets_it(root, tmp_path
     ]
 
 
+def test_a_checkpoint_removed_before_it_was_listed_has_no_files_rather_than_none(root, tmp_path, monkeypatch):
+    """Rotation that removes a save before the hasher reached it (fast saves, a small
+    ``save_total_limit``) leaves it deleted with its files unknown: never a checkpoint of no files."""
+    from tunetrack.tracker import checkpoints
+
+    removed, real = threading.Event(), checkpoints.listing
+    monkeypatch.setattr(checkpoints, "listing", lambda path: (removed.wait(30), real(path))[1])
+    with Tracker(dir=root, name="gone", system=False) as t:
+        first = _save(tmp_path / "checkpoint-2", {"adapter_model.safetensors": b"a"})
+        t.log_checkpoint(first, step=2)
+        (first / "adapter_model.safetensors").unlink()
+        first.rmdir()
+        removed.set()
+    run = open_run("gone", dir=root)
+    (found,) = run.checkpoints()
+    assert (found.kind, found.files, found.bytes, found.deleted) == (None, None, None, True)
+    assert [e for e in run.events() if e["kind"] == "checkpoint_files"] == []
+
+
 def test_hashing_never_runs_on_the_caller_s_thread(root, tmp_path, monkeypatch):
     """``log_checkpoint`` returns while the hash of the checkpoint is still being computed."""
     release, hashing = threading.Event(), []

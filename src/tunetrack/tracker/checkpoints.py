@@ -50,15 +50,23 @@ def _local(location: str) -> Path | None:
 
 
 def listing(path: Path) -> list[tuple[str, int]]:
-    """The files of a checkpoint (a folder's, recursively, or a single file) with their sizes."""
+    """The files of a checkpoint (a folder's, recursively, or a single file) with their sizes.
+    Raises ``FileNotFoundError`` where it is gone (rotation removed it before it was listed), rather
+    than listing nothing: an empty listing would read as a checkpoint of no files."""
     if path.is_file():
         return [(path.name, path.stat().st_size)]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no checkpoint at {path}")
     out = []
-    for root, _, files in os.walk(path):
+    for root, _, files in os.walk(path, onerror=_raise):
         for name in files:
             full = Path(root) / name
             out.append((full.relative_to(path).as_posix(), full.stat().st_size))
     return sorted(out)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 class Checkpoints:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -68,6 +69,25 @@ def test_rotation_marks_a_checkpoint_deleted_and_never_forgets_it(root, tmp_path
         (4, "model", False),
         (6, "state", True),
     ]
+
+
+def test_a_checkpoint_removed_before_it_was_listed_has_no_files_rather_than_none(root, tmp_path, monkeypatch):
+    """Rotation that removes a save before the hasher reached it (fast saves, a small
+    ``save_total_limit``) leaves it deleted with its files unknown: never a checkpoint of no files."""
+    from tunetrack.tracker import checkpoints
+
+    removed, real = threading.Event(), checkpoints.listing
+    monkeypatch.setattr(checkpoints, "listing", lambda path: (removed.wait(30), real(path))[1])
+    with Tracker(dir=root, name="gone", system=False) as t:
+        first = _save(tmp_path / "checkpoint-2", {"adapter_model.safetensors": b"a"})
+        t.log_checkpoint(first, step=2)
+        (first / "adapter_model.safetensors").unlink()
+        first.rmdir()
+        removed.set()
+    run = open_run("gone", dir=root)
+    (found,) = run.checkpoints()
+    assert (found.kind, found.files, found.bytes, found.deleted) == (None, None, None, True)
+    assert [e for e in run.events() if e["kind"] == "checkpoint_files"] == []
 
 
 def test_hashing_never_runs_on_the_caller_s_thread(root, tmp_path, monkeypatch):
@@ -197,3 +217,25 @@ def test_tunetrack_checkpoints_says_what_is_wrong_in_one_line(root, tmp_path):
     for args, message in cases.items():
         done = _cli(*args, "--dir", root)
         assert done.exit_code != 0 and message in done.output, (args, done.output)
+
+
+def test_saved_folders_finds_each_new_save_once_in_order_and_never_an_older_one(tmp_path):
+    """What torchtune's logger relies on: folders there before are not the run's, each new one is
+    found once with its number, in order; ``look`` finds one the parent's unchanged time hid."""
+    from tunetrack.integrations.support.saved_folders import SavedFolders
+
+    out = tmp_path / "out"
+    saves = SavedFolders(out, r"(?:epoch|step)_(\d+)")  # not made yet: nothing to find
+    assert saves.new() == []
+    (out / "epoch_9").mkdir(parents=True)  # made before the watcher below: an earlier run's
+    saves = SavedFolders(out, r"(?:epoch|step)_(\d+)")
+    for name in ("epoch_10", "epoch_2", "logs", "epoch_x"):
+        (out / name).mkdir()
+    (out / "epoch_3").write_text("a file, not a save")
+    assert saves.new() == [(out / "epoch_2", 2), (out / "epoch_10", 10)]
+    assert saves.new(look=True) == []  # each save once
+    stamp = os.stat(out).st_mtime_ns
+    (out / "step_12").mkdir()
+    os.utime(out, ns=(stamp, stamp))  # a save within the clock's tick: the parent's time unchanged
+    assert saves.new() == []
+    assert saves.new(look=True) == [(out / "step_12", 12)]

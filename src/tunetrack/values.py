@@ -165,6 +165,16 @@ def snapshot(metrics: Mapping[Any, Any], strict: bool) -> dict[Any, Any]:
     return out
 
 
+def numbers(row: Mapping[Any, Any]) -> dict[str, Any]:
+    """The numbers of a row as logged (one-element tensors read, even on a device): what a
+    checkpoint saved at the row's step carries. Called at a save, never on the hot path."""
+    out = {}
+    for key, value in row.items():
+        if is_number(plain := to_plain(snapshot_value(value))):
+            out[str(key)] = plain
+    return out
+
+
 def summarize_arrays(values: Mapping[str, Any]) -> Mapping[str, Any]:
     """Replace arrays, multi-element tensors and lists of numbers (nested dicts too, as ``a/b``) by
     ``key/mean``, ``key/std``, ``key/min``, ``key/max`` and ``key/count``; the rest is untouched.

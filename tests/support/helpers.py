@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -53,6 +54,30 @@ def spawn_script(code: str, *args: str, env: dict[str, str] | None = None) -> su
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def checkpoints_cli(run: str, store: str | Path, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """``tunetrack checkpoints RUN --dir STORE --json`` in a process of its own, as a user runs it."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tunetrack", "checkpoints", run, "--dir", str(store), "--json"],
+        env={**os.environ, "PYTHONPATH": SRC, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def assert_hashed_as_on_disk(checkpoint: dict[str, Any]) -> None:
+    """Every file of a checkpoint's folder is listed with its size and SHA-256, as it is on disk."""
+    folder = Path(checkpoint["path"])
+    on_disk = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    assert sorted(f["name"] for f in checkpoint["files"]) == sorted(on_disk)
+    for listed in checkpoint["files"]:
+        data = on_disk[listed["name"]].read_bytes()
+        assert (listed["size"], listed["sha256"]) == (len(data), hashlib.sha256(data).hexdigest()), listed
+    assert checkpoint["bytes"] == sum(f["size"] for f in checkpoint["files"])
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 30.0, interval: float = 0.05) -> object:

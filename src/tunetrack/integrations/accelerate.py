@@ -7,19 +7,30 @@ importing this module also registers the name, so ``Accelerator(log_with="tunetr
 through. DDPO and AlignProp log through this class too: ``log_images`` stores their images, arrays
 become summary statistics (``values.summarize_arrays``), and since they never call
 ``end_training()`` the run ends ``finished`` when the process exits (the core's atexit hook).
+
+Each ``accelerator.save_state(...)`` is recorded as a checkpoint (``Tracker.log_checkpoint``): a
+save-state pre-hook, registered when ``init_trackers`` starts the run, notes the folder and the
+step; Accelerate calls it before it writes, so the checkpoint is recorded at the next ``log()``,
+``finish()`` or the process's exit, once its files are complete, and hashed from there.
 """
 
 from __future__ import annotations
 
+import atexit
 import inspect
+import os
+import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from accelerate.tracking import GeneralTracker, on_main_process
 
 from .._warnings import warn_once
 from ..tracker import Tracker
-from ..values import summarize_arrays
+from ..tracker.checkpoints import FILES, STATE, kind_of
+from ..tracker.files import listing
+from ..values import numbers, summarize_arrays
 
 __all__ = ["TunetrackTracker", "TunetrackTrackerByName", "register"]
 
@@ -60,6 +71,11 @@ class TunetrackTracker(GeneralTracker):
         self._finished = False
         self._image_step: Any = None
         self._image_counts: dict[str, int] = {}
+        #: the accelerator whose saves are recorded, and the saves begun but not recorded yet
+        self._watched: Any = None
+        self._saves: list[tuple[str, int, dict[str, Any]]] = []
+        #: the step last logged and the row logged at it: a save at that step carries its numbers
+        self._logged: tuple[int, Mapping[str, Any]] = (-1, {})
 
     @property
     def tracker(self) -> Tracker | None:
@@ -74,6 +90,44 @@ class TunetrackTracker(GeneralTracker):
         self._run = Tracker(
             project=self.project, name=self.run_name, dir=self.dir, tags=self.tags, **self.tracker_kwargs
         ).start()
+        try:
+            if (accelerator := _starting_accelerator(self)) is not None:
+                self.record_saves(accelerator)
+        except Exception as exc:  # checkpoints are a convenience: training goes on without them
+            warn_once(f"accelerate-saves:{id(self)}", f"save_state() will not be recorded: {exc!r}")
+
+    def record_saves(self, accelerator: Any) -> None:
+        """Record each ``accelerator.save_state(...)`` as a checkpoint. ``init_trackers`` does this
+        for the accelerator that starts the run; call it for a tracker used without ``init_trackers``."""
+        if self._watched is accelerator:
+            return
+        self._watched = accelerator
+        accelerator.register_save_state_pre_hook(self._save_begins)
+        atexit.register(self._record_saves)  # before the core's own atexit hook ends the run (LIFO)
+
+    def _save_begins(self, models: Any, weights: Any, output_dir: Any) -> None:
+        """Accelerate's save-state pre-hook, called before any file is written: note the save."""
+        try:
+            run = self._run
+            if run is None or not run.active:
+                return
+            self._record_saves()  # a save before this one has returned long ago
+            step, row = self._logged
+            metrics = numbers(row) if step == run.step else {}
+            self._saves.append((os.fspath(output_dir), run.step, metrics))
+        except Exception as exc:
+            warn_once(f"accelerate-save:{id(self)}", f"save_state({output_dir!r}) was not recorded: {exc!r}")
+
+    def _record_saves(self) -> None:
+        """Record the saves that have returned since: their files are complete now."""
+        while self._saves and self._run is not None:
+            location, step, metrics = self._saves.pop(0)
+            try:  # a full state when its files say nothing more precise (FSDP's shards)
+                kind = kind_of([name for name, _ in listing(Path(location))])
+                kind = STATE if kind == FILES else kind
+            except OSError:
+                kind = None
+            self._run.log_checkpoint(location, step=step, kind=kind, metrics=metrics)
 
     def _tracker(self) -> Tracker:
         if self._run is None:  # used directly, without init_trackers(): start on first use
@@ -92,7 +146,11 @@ class TunetrackTracker(GeneralTracker):
             row = summarize_arrays(values)
         except Exception as exc:  # never into training: the core records what it can
             warn_once(f"accelerate-arrays:{id(self)}", f"could not summarize arrays in log(): {exc!r}")
-        self._tracker().log(row, step=step)
+        if self._saves:
+            self._record_saves()
+        run = self._tracker()
+        run.log(row, step=step)
+        self._logged = (run.step, row)
 
     @on_main_process
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:
@@ -122,6 +180,7 @@ class TunetrackTracker(GeneralTracker):
     @on_main_process
     def finish(self) -> None:
         if self._run is not None:
+            self._record_saves()
             self._finished = True
             self._run.finish()
 
@@ -148,6 +207,23 @@ def register() -> None:
         )
     if tracking.LOGGER_TYPE_TO_CLASS.get(TunetrackTracker.name) is not TunetrackTrackerByName:
         tracking.register_tracker_class(TunetrackTrackerByName)
+
+
+# -- checkpoints ----------------------------------------------------------------------------------
+def _starting_accelerator(tracker: TunetrackTracker) -> Any:
+    """The ``Accelerator`` whose ``init_trackers`` is starting ``tracker``, found among the callers'
+    frames (Accelerate hands a tracker no reference to it); None when started another way."""
+    from accelerate import Accelerator
+
+    frame: Any = sys._getframe(1)
+    for _ in range(8):  # init_trackers -> on_main_process's wrapper -> start
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, Accelerator) and any(t is tracker for t in getattr(owner, "trackers", ())):
+            return owner
+        frame = frame.f_back
+    return None
 
 
 # -- config ---------------------------------------------------------------------------------------

@@ -8,6 +8,11 @@ The interface is a Protocol, so this module imports neither torchtune nor torch:
 ``metric_logger.log_dir``; it is accepted, and used as the store root when neither ``dir=`` nor
 ``$TUNETRACK_DIR`` says otherwise, so the runs land next to the recipe's other outputs.
 
+Each checkpoint the recipe's checkpointer saves (an ``epoch_<n>`` or ``step_<n>`` folder in the
+``checkpointer.output_dir`` that ``log_config`` receives) is recorded with ``Tracker.log_checkpoint``
+when the next row is logged, or at ``close()``: torchtune saves on the training thread, between rows,
+so the folder is complete by then. Folders there before the run are not its checkpoints.
+
 A recipe that crashes never calls ``close()``. There is deliberately no ``__del__`` (it could run at
 any time, on any thread, during interpreter shutdown): the core's exception hook ends the run
 ``failed`` with the traceback, its atexit hook ``finished``, its signal handlers ``killed``, and a
@@ -26,10 +31,15 @@ from .._warnings import warn_once
 from ..config import capture
 from ..tracker import Tracker
 from ..tracker.launch import rank_info
+from ..values import numbers
+from .support.saved_folders import SavedFolders
 from .support.throughput import Throughput
 
 #: The key of the text sample that holds the recipe's YAML (as torchtune names its own copy).
 YAML_KEY = "torchtune_config.yaml"
+
+#: the folders torchtune's checkpointers save into (``epoch_<n>`` in 0.6; ``step_<n>`` by step)
+SAVE_FOLDERS = r"(?:epoch|step)_(\d+)"
 
 # Arguments the logger sets itself; every other Tracker argument passes through from the config.
 _OWN = frozenset({"self", "project", "name", "dir", "tags"})
@@ -74,6 +84,9 @@ class TunetrackLogger:
             **passed,
         )
         self._throughput = Throughput(num_gpus=rank_info().world_size)
+        self._saves: SavedFolders | None = None  # once log_config names the checkpointer's output_dir
+        #: the step last logged and its row: a checkpoint saved at that step carries its numbers
+        self._logged: tuple[int, Mapping[str, Any]] = (-1, {})
 
     def log(self, name: str, data: Any, step: int) -> None:
         self.log_dict({name: data}, step)
@@ -87,7 +100,10 @@ class TunetrackLogger:
             if self.tracker.strict:
                 raise
             warn_once("torchtune:throughput", f"could not derive throughput keys: {exc!r}")
+        if self._saves is not None:
+            self._record_saves()
         self.tracker.log(row, step=step)
+        self._logged = (step, row)
 
     def log_config(self, config: Any) -> None:
         """The resolved config, plus the YAML text as the recipe received it (a text sample).
@@ -101,9 +117,37 @@ class TunetrackLogger:
         text = _yaml_text(config)
         if text is not None:
             self.tracker.log_text(YAML_KEY, text, step=0)
+        if (out := _checkpointer_dir(config)) is not None and self.tracker.active:
+            self._saves = SavedFolders(out, SAVE_FOLDERS)
 
     def close(self) -> None:
+        if self._saves is not None:
+            self._record_saves(look=True)
         self.tracker.finish()
+
+    def _record_saves(self, look: bool = False) -> None:
+        """Record the checkpoint folders saved since the last row, at the step their name says
+        (``step_<n>``) or the last step logged (an ``epoch_<n>`` is saved after its last row)."""
+        assert self._saves is not None
+        try:
+            for path, number in self._saves.new(look):
+                step = number if path.name.startswith("step_") else self.tracker.step
+                logged, row = self._logged
+                self.tracker.log_checkpoint(path, step=step, metrics=numbers(row) if logged == step else None)
+        except Exception as exc:  # a checkpoint not recorded must not stop the recipe
+            if self.tracker.strict:
+                raise
+            warn_once("torchtune:checkpoints", f"could not record torchtune's checkpoints: {exc!r}")
+
+
+def _checkpointer_dir(config: Any) -> str | None:
+    """``checkpointer.output_dir`` of a recipe's config (a DictConfig or a dict), resolved."""
+    try:
+        checkpointer = config.get("checkpointer")
+        out = checkpointer.get("output_dir") if checkpointer is not None else None
+    except Exception:  # not a mapping, or an interpolation that cannot be resolved
+        return None
+    return str(out) if out else None
 
 
 def _yaml_text(config: Any) -> str | None:

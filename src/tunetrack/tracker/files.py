@@ -19,15 +19,23 @@ def local(location: str) -> Path | None:
 
 
 def listing(path: Path) -> list[tuple[str, int]]:
-    """The files of a folder (recursively, by their paths inside it) or of a single file, with their sizes."""
+    """The files of a folder (recursively, by their paths inside it) or of a single file, with their
+    sizes. Raises ``FileNotFoundError`` where it is gone (rotation removed a checkpoint before it was
+    listed), rather than listing nothing: an empty listing would read as a folder of no files."""
     if path.is_file():
         return [(path.name, path.stat().st_size)]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no file or folder at {path}")
     out = []
-    for root, _, files in os.walk(path):
+    for root, _, files in os.walk(path, onerror=_raise):
         for name in files:
             full = Path(root) / name
             out.append((full.relative_to(path).as_posix(), full.stat().st_size))
     return sorted(out)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def sha256(path: Path, stop: threading.Event | None = None) -> str | None:

@@ -9,7 +9,9 @@ import torch
 from accelerate import Accelerator
 from accelerate import tracking as accelerate_tracking
 from accelerate.state import AcceleratorState, PartialState
+from accelerate.utils import ProjectConfiguration
 
+from support.helpers import assert_hashed_as_on_disk
 from tunetrack.integrations.accelerate import TunetrackTracker, register
 from tunetrack.reader import open_run
 
@@ -51,6 +53,40 @@ def test_instance_path(root):
     (image,) = [e for e in run.events() if e["kind"] == "image"]
     assert (image["step"], image["key"], image["path"]) == (4, "sample", "media/images/sample/4_0.png")
     assert (run.path / image["path"]).is_file()
+
+
+def test_save_state_is_recorded_as_a_checkpoint(root, tmp_path):
+    """accelerate 1.10 has the save-state hook too: each save_state() a checkpoint at its step with
+    its files hashed, the one total_limit removed marked deleted."""
+    accelerator = Accelerator(
+        log_with=TunetrackTracker(project="old", run_name="saves110", dir=root),
+        cpu=True,
+        project_config=ProjectConfiguration(
+            project_dir=str(tmp_path), automatic_checkpoint_naming=True, total_limit=1
+        ),
+    )
+    accelerator.init_trackers("ignored")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    for step in range(1, 5):
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+        accelerator.log({"loss": loss.detach()}, step=step)
+        if step % 2 == 0:
+            accelerator.save_state()
+    accelerator.end_training()
+    found = open_run("saves110", dir=root).checkpoints()
+    folders = [str(tmp_path / "checkpoints" / f"checkpoint_{i}") for i in range(2)]
+    assert [(c.step, c.path, c.kind, c.deleted) for c in found] == [
+        (2, folders[0], "model", True),
+        (4, folders[1], "model", False),
+    ]
+    assert_hashed_as_on_disk(found[1].as_dict())
 
 
 def test_register_names_the_version():

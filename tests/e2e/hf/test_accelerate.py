@@ -5,18 +5,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState, PartialState
+from accelerate.utils import ProjectConfiguration
 
-from support.helpers import EXAMPLES_DIR, SRC, run_script
+from support.helpers import EXAMPLES_DIR, SRC, assert_hashed_as_on_disk, checkpoints_cli, run_script
 from tunetrack.errors import UnknownName
 from tunetrack.integrations.accelerate import TunetrackTracker
 from tunetrack.reader import list_runs, open_run
 from tunetrack.reader.groups import group_runs
+
+HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(autouse=True)
@@ -147,3 +151,89 @@ def test_accelerate_launch_two_processes_gives_one_run(tmp_path, root):
     (primary,) = run.meta["processes"]
     assert (primary["rank"]["rank"], primary["rank"]["world_size"]) == (0, 2)  # two processes really ran
     assert run.state == "finished"
+
+
+def _train_and_save(
+    accelerator: Accelerator, steps: int, save_every: int, output_dir: str | None = None
+) -> None:
+    """A tiny Llama trained with a scheduler, ``accelerator.save_state`` every ``save_every`` steps."""
+    from _tiny import build_dataset, build_model, build_tokenizer
+
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, hidden=32)
+    batches = torch.utils.data.DataLoader(
+        build_dataset(tokenizer, rows=16, length=16).with_format("torch"), batch_size=4
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, 1.0, 0.1, total_iters=steps)
+    model, optimizer, batches, scheduler = accelerator.prepare(model, optimizer, batches, scheduler)
+    step = 0
+    while step < steps:
+        for batch in batches:
+            loss = model(**batch).loss
+            accelerator.backward(loss)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+            step += 1
+            accelerator.log({"loss": loss.detach(), "lr": scheduler.get_last_lr()[0]}, step=step)
+            if step % save_every == 0:
+                accelerator.save_state(output_dir)
+            if step == steps:
+                return
+
+
+def test_save_state_is_recorded_as_a_checkpoint_with_its_files(root, tmp_path):
+    """Automatic checkpoint naming with a total limit: each save a checkpoint at its step, with the
+    loss logged there, every file hashed as written; the one Accelerate rotated away marked deleted."""
+    project = tmp_path / "project"
+    accelerator = Accelerator(
+        log_with=TunetrackTracker(project="acc", run_name="saves", dir=root),
+        cpu=True,
+        project_config=ProjectConfiguration(
+            project_dir=str(project), automatic_checkpoint_naming=True, total_limit=2
+        ),
+    )
+    accelerator.init_trackers("acc")
+    _train_and_save(accelerator, steps=6, save_every=2)
+    accelerator.end_training()
+    run = open_run("saves", dir=root)
+    found = checkpoints_cli(run.id, root)
+    folders = [str(project / "checkpoints" / f"checkpoint_{i}") for i in range(3)]
+    assert [(c["step"], c["path"], c["kind"], c["deleted"]) for c in found] == [
+        (2, folders[0], "model", True),  # the third save made room for itself
+        (4, folders[1], "model", False),
+        (6, folders[2], "model", False),
+    ]
+    losses = dict(zip(run.series("loss").steps.tolist(), run.series("loss").values.tolist()))
+    assert [c["metrics"]["loss"] for c in found] == pytest.approx([losses[2], losses[4], losses[6]])
+    for kept in found[1:]:
+        assert_hashed_as_on_disk(kept)
+        assert {"model.safetensors", "optimizer.bin", "scheduler.bin"} <= {f["name"] for f in kept["files"]}
+    assert [c.step for c in run.checkpoints()] == [2, 4, 6]  # the read API agrees
+
+
+def test_save_state_by_name_is_recorded_when_the_process_exits(root, tmp_path):
+    """log_with="tunetrack", a save into a folder of the user's as the script's last act, and no
+    end_training() (as DDPO): the checkpoint is still recorded, with its files complete."""
+    out = tmp_path / "state"
+    run_script(
+        f"""
+        import sys
+        sys.path[:0] = [{EXAMPLES_DIR!r}, {str(HERE)!r}, {str(HERE.parents[1])!r}]  # _tiny, this file, support
+        import tunetrack.integrations.accelerate
+        from accelerate import Accelerator
+        from test_accelerate import _train_and_save
+        acc = Accelerator(log_with="tunetrack", cpu=True)
+        acc.init_trackers("byname", init_kwargs={{"tunetrack": {{"run_name": "exit", "dir": sys.argv[1]}}}})
+        _train_and_save(acc, steps=3, save_every=3, output_dir=sys.argv[2])
+        """,
+        str(root),
+        str(out),
+        timeout=300,
+    )
+    run = open_run("exit", dir=root)
+    assert run.state == "finished"
+    (saved,) = checkpoints_cli(run.id, root)
+    assert (saved["step"], saved["path"], saved["kind"], saved["deleted"]) == (3, str(out), "model", False)
+    assert_hashed_as_on_disk(saved)

@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from support.helpers import SRC
+from support.helpers import SRC, assert_hashed_as_on_disk, checkpoints_cli
 from tunetrack.reader import list_runs
 from tunetrack.reader.names import config_key
 
@@ -62,7 +62,17 @@ WRAPPER = [sys.executable, "-m", "tunetrack.integrations.llamafactory", "train"]
 
 @pytest.mark.parametrize("finetuning_type", ["lora", "full"])
 def test_sft(tmp_path, root, assets, finetuning_type):
-    cfg = _config(tmp_path, assets, finetuning_type=finetuning_type)
+    """A save every 2 steps (and the Trainer's at the end) with save_total_limit=1: each checkpoint
+    recorded at its step with the loss logged there; the two rotated away marked deleted, never lost;
+    the one kept hashed file by file."""
+    cfg = _config(
+        tmp_path,
+        assets,
+        finetuning_type=finetuning_type,
+        save_strategy="steps",
+        save_steps=2,
+        save_total_limit=1,
+    )
     _run([*WRAPPER, str(cfg), "learning_rate=0.002"], root, "tunetrack.name=sft", "tunetrack.tags=a,b")
     (run,) = list_runs(root)
     assert run.name == "sft" and run.project == "llamafactory" and run.tags == ["a", "b"]
@@ -82,6 +92,20 @@ def test_sft(tmp_path, root, assets, finetuning_type):
     )
     if finetuning_type == "lora":
         assert flat[config_key(flat, "lora.r")] == config["finetuning_args"]["lora_rank"]
+    found = checkpoints_cli(run.id, root)
+    kind = "adapter" if finetuning_type == "lora" else "model"
+    out = tmp_path / "out"
+    assert [(c["step"], c["path"], c["kind"], c["deleted"]) for c in found] == [
+        (2, str(out / "checkpoint-2"), kind, True),
+        (4, str(out / "checkpoint-4"), kind, True),
+        (5, str(out / "checkpoint-5"), kind, False),
+    ]
+    loss = dict(zip(run.series("loss").steps.tolist(), run.series("loss").values.tolist()))
+    assert [c["metrics"]["loss"] for c in found] == pytest.approx([loss[2], loss[4], loss[5]])
+    assert_hashed_as_on_disk(found[-1])
+    weights = "adapter_model.safetensors" if finetuning_type == "lora" else "model.safetensors"
+    assert weights in {f["name"] for f in found[-1]["files"]}
+    assert [c.step for c in run.checkpoints() if not c.deleted] == [5]  # the read API agrees
 
 
 def test_dpo(tmp_path, root, assets):

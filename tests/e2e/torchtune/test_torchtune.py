@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from support.helpers import SRC, wait_until
+from support.helpers import SRC, assert_hashed_as_on_disk, checkpoints_cli, wait_until
 from tunetrack.reader import list_runs
 from tunetrack.reader.names import config_key
 
@@ -212,6 +212,40 @@ def test_lora_finetune_lands_in_log_dir(tiny, tmp_path, mlflow_server):
     lr = run.series("lr").values.tolist()
     assert lr[0] < lr[1] <= 1e-3  # the warm-up schedule, step by step
     assert (out / "epoch_0" / "adapter_model.safetensors").exists()
+
+
+def test_each_epoch_s_checkpoint_is_recorded_with_its_files(tiny, root, tmp_path):
+    """Two epochs of four steps: torchtune's checkpointer saves epoch_0 and epoch_1 (the LoRA adapter
+    and the merged model); each is recorded at the last step of its epoch, with the loss logged there
+    and every file hashed as written. A folder left in output_dir by an earlier run is not this run's."""
+    out = tmp_path / "out"
+    (out / "epoch_7").mkdir(parents=True)
+    (out / "epoch_7" / "adapter_model.safetensors").write_bytes(b"an earlier run's")
+    proc = tune_run(
+        "lora_finetune_single_device",
+        tiny["tiny_lora"],
+        out,
+        f"metric_logger.dir={root}",
+        "metric_logger.name=epochs",
+        "epochs=2",
+        "max_steps_per_epoch=4",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = list_runs(root)
+    assert_recorded(run, out)
+    found = checkpoints_cli(run.id, root)
+    loss = dict(zip(run.series("loss").steps.tolist(), run.series("loss").values.tolist()))
+    assert [(c["step"], c["path"], c["kind"], c["deleted"]) for c in found] == [
+        (4, str(out / "epoch_0"), "adapter", False),
+        (8, str(out / "epoch_1"), "adapter", False),
+    ]
+    assert [c["metrics"]["loss"] for c in found] == pytest.approx([loss[4], loss[8]])
+    for saved in found:
+        assert_hashed_as_on_disk(saved)
+        names = {f["name"] for f in saved["files"]}
+        assert {"adapter_model.safetensors", "adapter_config.json"} <= names
+        assert any(n.startswith("model-") and n.endswith(".safetensors") for n in names)  # merged weights
+    assert [c.path for c in run.checkpoints()] == [c["path"] for c in found]  # the read API agrees
 
 
 def test_failure_mid_training_ends_failed(tiny, broken_data, root, tmp_path):

@@ -246,6 +246,9 @@ def test_a_fork_is_in_the_lineage_of_the_checkpoint_it_branched_at(root, tmp_pat
     assert [c.step for c in open_run("child", dir=root).checkpoints()] == [4]
     assert [c.step for c in open_run("parent", dir=root).checkpoints()] == [2]
     out = CliRunner().invoke(cli, ["lineage", "parent@2", "--dir", str(root)]).output
-    assert out.splitlines()[-2:] == ["└── forked into run child (finished)", "    └── saved checkpoint child@4 (model)"]
+    assert out.splitlines()[-2:] == [
+        "└── forked into run child (finished)",
+        "    └── saved checkpoint child@4 (model)",
+    ]
     up = CliRunner().invoke(cli, ["lineage", "child", "--dir", str(root)]).output
     assert "└── forked from checkpoint parent@2 (model)" in up

@@ -40,7 +40,9 @@ def test_runs_on_a_bucket_keep_one_copy_and_read_it_back(s3_url, tmp_path):
     assert sorted(b.size for b in objects) == sorted([len(weights), len(b'{"layers": 2}')])  # once
     with Tracker(dir=s3_url, name="user", system=False) as t:
         got = t.use_artifact("base:best").download(tmp_path / "dl")
-    assert hashlib.sha256((got / "model.safetensors").read_bytes()).digest() == hashlib.sha256(weights).digest()
+    assert (
+        hashlib.sha256((got / "model.safetensors").read_bytes()).digest() == hashlib.sha256(weights).digest()
+    )
     store = ArtifactStore(s3_url)
     assert [(v.spec, v.aliases, len(v.used_by)) for v in store.versions("base")] == [
         ("base:v1", ["latest", "best"], 1)
@@ -54,7 +56,9 @@ def test_runs_on_a_bucket_keep_one_copy_and_read_it_back(s3_url, tmp_path):
     (base / "config.json").write_text('{"layers": 3}')
     with Tracker(dir=s3_url, name="c", system=False) as t:
         t.log_artifact(base, name="base").result()
-    assert cli_run("artifacts", "base:v1", "--alias", "production").strip() == "base:v1 is now base:production"
+    assert (
+        cli_run("artifacts", "base:v1", "--alias", "production").strip() == "base:v1 is now base:production"
+    )
     listed = json.loads(cli_run("artifacts", "base", "--json"))
     assert [(v["spec"], v["aliases"]) for v in listed] == [
         ("base:v1", ["best", "production"]),

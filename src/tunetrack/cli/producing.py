@@ -50,34 +50,32 @@ def artifacts_command(
     recorded): each one's latest version, aliases and size; with NAME, its versions and the runs that
     made and used each; with NAME:VERSION or NAME:ALIAS, that version's files."""
     from .. import settings
-    from ..store.artifacts import ArtifactStore, parse_spec
+    from ..manage.artifacts import move_alias
+    from ..manage.artifacts import remove_alias as take_off
+    from ..reader.artifacts import latest_versions, open_artifacts
     from . import export, printing
 
-    store = ArtifactStore(settings.store_dir(dir))
     if (add_alias or remove_alias or download) and spec is None:
         raise click.UsageError("--alias, --remove-alias and --download need NAME[:VERSION|ALIAS]")
     if spec is None:
-        latest = [vs[-1] for n in store.names() if (vs := store.versions(n))]
-        latest = [v for v in latest if kind is None or v.kind == kind]
+        latest = latest_versions(dir, kind)
         if not latest:
-            raise click.ClickException(
-                f"no artifact in {settings.store_dir(dir)}" + (f" of kind {kind!r}" if kind else "")
-            )
+            where = settings.store_dir(dir)
+            raise click.ClickException(f"no artifact in {where}" + (f" of kind {kind!r}" if kind else ""))
         if as_json:
             click.echo(export.dumps([{**v.as_dict(), "versions": v.version} for v in latest]))
         else:
             printing.console().print(_table(latest, by_name=True))
         return
     if remove_alias:
-        name, _ = parse_spec(spec)
-        store.remove_alias(name, remove_alias)
-        click.echo(f"{name}: alias {remove_alias!r} removed")
+        click.echo(f"{take_off(spec, remove_alias, dir)}: alias {remove_alias!r} removed")
         return
-    chosen = store.resolve(spec)
     if add_alias:
-        store.set_alias(chosen.name, chosen.version, add_alias)
-        click.echo(f"{chosen.spec} is now {chosen.name}:{add_alias}")
+        moved = move_alias(spec, add_alias, dir)
+        click.echo(f"{moved.spec} is now {moved.name}:{add_alias}")
         return
+    store = open_artifacts(dir)
+    chosen = store.resolve(spec)
     if download:
         out = chosen.download(download)
         click.echo(f"{chosen.spec}: {len(chosen.files)} files in {out}")

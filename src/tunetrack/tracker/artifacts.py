@@ -14,7 +14,7 @@ from typing import Any
 
 from .._warnings import warn_once
 from ..errors import one_line
-from ..store.artifacts import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
+from ..writer import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
 from .checkpoints import kind_of
 from .files import listing, local, lowest_priority, sha256
 

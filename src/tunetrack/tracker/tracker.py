@@ -25,10 +25,10 @@ from ..errors import InvalidFork, InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
 from ..states import State
-from ..store.artifacts import ArtifactVersion
 from ..values import FAST_TYPES, snapshot
 from ..writer import (
     FORK_EVENT,
+    ArtifactVersion,
     Channel,
     ConfigUpdate,
     Event,

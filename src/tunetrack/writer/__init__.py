@@ -1,6 +1,8 @@
 """The writer: a background thread that turns what the tracker queued into records in the store
 (and calls the backends), so that ``Tracker.log`` only has to append."""
 
+# the artifacts the tracker stores: files go into the store on the tracker's own thread, not the writer's
+from ..store.artifacts import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
 from ..store.forks import EVENT as FORK_EVENT  # a new fork's first event, which the tracker sends
 from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta, Ranks, Role  # what a RunRequest carries, for whoever builds one
@@ -11,10 +13,13 @@ from .opening import OpenedRun, RunRequest, resolve_fork
 from .writer import Writer
 
 __all__ = [
+    "ArtifactStore",
+    "ArtifactVersion",
     "Channel",
     "ConfigUpdate",
     "Counters",
     "FORK_EVENT",
+    "FileEntry",
     "ForkRef",
     "Event",
     "Flush",
@@ -30,4 +35,6 @@ __all__ = [
     "resolve_fork",
     "Table",
     "Writer",
+    "check_alias",
+    "check_name",
 ]

@@ -26,6 +26,9 @@ READ_TOOLS = {
     "get_logs",
     "get_samples",
     "compare_runs",
+    "get_checkpoints",
+    "list_artifacts",
+    "get_lineage",
     "query",
 }
 
@@ -355,3 +358,47 @@ t.log({"loss": 1.0}, step=1)
 time.sleep(0.5)
 t.finish()
 """
+
+
+def test_checkpoints_artifacts_and_lineage_through_the_sdk_client(root, tmp_path):
+    """A run that used a data set and saved two checkpoints (one rotated away): the agent finds the
+    best checkpoint by eval loss and walks from the data set to it, as ``tunetrack lineage`` does."""
+    data = tmp_path / "data.jsonl"
+    data.write_text('{"text": "hello"}\n')
+    with Tracker(project="p", name="sft", dir=root, system=False) as t:
+        t.log_input(data, name="corpus", kind="dataset").result()
+        for step, loss in ((2, 0.9), (4, 0.7)):
+            folder = tmp_path / f"checkpoint-{step}"
+            folder.mkdir()
+            (folder / "adapter_model.safetensors").write_bytes(b"w" * step)
+            t.log({"eval_loss": loss}, step=step)
+            t.log_checkpoint(folder, metrics={"eval_loss": loss})
+        (tmp_path / "checkpoint-2" / "adapter_model.safetensors").unlink()
+        (tmp_path / "checkpoint-2").rmdir()
+    run = open_run("sft", dir=root)
+    _, answers = call(
+        root,
+        [
+            ("get_checkpoints", {"project": "p", "best": "eval/loss"}),
+            ("list_artifacts", {"kind": "dataset"}),
+            ("get_lineage", {"ref": "corpus"}),
+            ("get_checkpoints", {"run": "sft", "best": "accuracy"}),
+            ("get_lineage", {"ref": "sft@3"}),
+        ],
+    )
+    assert [error for error, _ in answers] == [False, False, False, True, True]
+    found, artifacts, graph = (json.loads(text) for _, text in answers[:3])
+    assert [(c["step"], c["deleted"], c["best"]) for c in found["checkpoints"]] == [
+        (2, True, False),
+        (4, False, True),
+    ]
+    assert found["checkpoints"][1]["files"] == 1  # hashed; the rotated one perhaps not before it went
+    assert found["best"] == f"{run.id}@4"
+    assert [(a["spec"], a["used_by"]) for a in artifacts] == [("corpus:v1", [run.id])]
+    assert {(e["source"], e["relation"], e["target"]) for e in graph["edges"]} == {
+        ("artifact:corpus:v1", "used", f"run:{run.id}"),
+        (f"run:{run.id}", "saved", f"checkpoint:{run.id}@2"),
+        (f"run:{run.id}", "saved", f"checkpoint:{run.id}@4"),
+    }
+    assert "no checkpoint has 'accuracy'; their metrics: eval_loss" in answers[3][1]
+    assert "saved no checkpoint at step 3; it saved at [2, 4]" in answers[4][1]

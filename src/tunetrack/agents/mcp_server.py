@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import aggregates, metric_keys
 from ..errors import TunetrackError, one_line
-from ..reader import Catalog, chart_points, differing, present, sweeps
+from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.names import metric_key, unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
@@ -32,7 +32,9 @@ INSTRUCTIONS = (
     "tunetrack's store of fine-tuning runs. Start with list_projects or list_runs; get_run for one "
     "run (why it died, its last console lines, what samples it holds); get_metrics for (thinned) "
     "curves; get_logs for what it printed; get_samples for what the model wrote (GRPO completions and "
-    "their rewards); compare_runs for config differences and final metrics; query for read-only SQL "
+    "their rewards); compare_runs for config differences and final metrics; get_checkpoints for a "
+    "run's checkpoints and the best by a metric; list_artifacts and get_lineage for the data sets, "
+    "models and checkpoints runs used and made; query for read-only SQL "
     "(DuckDB) over the tables runs, params, params_wide, metrics, system, events, samples, console, "
     "summary ('DESCRIBE <table>' lists a table's columns). Names resolve as the CLI's do: lr, "
     "lora.r, eval/loss find what each framework records, and a name no run has is an error naming "
@@ -347,6 +349,52 @@ class Tools:
             }
         )
 
+    def get_checkpoints(
+        self, run: str | None = None, project: str | None = None, best: str | None = None
+    ) -> str:
+        """The checkpoints a run saved (or every run of ``project``): step, kind, the metrics logged at
+        that step (the evaluation before the save), size, whether rotation deleted it, and its path;
+        ``best``: ``KEY[:min|max]`` names the best one (``tunetrack checkpoints --best``). No files."""
+        from ..reader.checkpoints import best as best_of
+        from ..reader.checkpoints import metric_names
+
+        if (run is None) == (project is None):
+            raise ValueError("name a run, or a project (not both)")
+        runs = [self.catalog.open(run)] if run is not None else list_runs(dir=self.dir, project=project)
+        found = [c for r in runs for c in r.checkpoints()]
+        chosen = None
+        if best is not None and found:
+            key = best.partition(":")[0]
+            chosen = best_of(found, key, aggregates.directions([best])[key] if ":" in best else None)
+            if chosen is None:
+                raise ValueError(
+                    f"no checkpoint has {key!r}; their metrics: {', '.join(metric_names(found)) or 'none'}"
+                )
+        out = [
+            {k: v for k, v in c.as_dict().items() if k != "files"}
+            | {"files": len(c.files or []), "best": c is chosen}
+            for c in found
+        ]
+        return dumps({"checkpoints": out, "best": None if chosen is None else f"{chosen.run}@{chosen.step}"})
+
+    def list_artifacts(self, kind: str | None = None) -> str:
+        """The store's artifacts (data sets, base models, tokenizers the adapters recorded as inputs,
+        and what runs logged): each one's latest version, kind, aliases, size, the run that made it and
+        the runs that used it."""
+        from ..reader.artifacts import latest_versions
+
+        keep = ("spec", "kind", "aliases", "bytes", "reference", "run", "used_by", "digest")
+        return dumps([{k: v.as_dict()[k] for k in keep} for v in latest_versions(self.dir, kind)])
+
+    def get_lineage(self, ref: str) -> str:
+        """What a run, a checkpoint (``RUN@STEP``) or an artifact (``name``, ``name:v2``,
+        ``name:best``) was made from and what was made from it, both ways: nodes (run, checkpoint,
+        artifact) and edges (used, logged, saved, kept as, forked), as ``tunetrack lineage --json``."""
+        from ..reader.lineage import lineage
+
+        graph, root = lineage(ref, dir=self.dir)
+        return dumps(graph.around(root))
+
     def query(self, sql: str, limit: int = 50) -> str:
         """Read-only SQL (DuckDB) over the tables runs, params, params_wide, metrics, system, events,
         samples, console, summary; at most ``limit`` rows come back (aggregate in SQL rather than raise
@@ -383,6 +431,9 @@ class Tools:
             "get_logs",
             "get_samples",
             "compare_runs",
+            "get_checkpoints",
+            "list_artifacts",
+            "get_lineage",
             "query",
         ]
         return read + (["tag_run", "note_run"] if self.allow_edits else [])

@@ -474,6 +474,14 @@ def test_mcp_on_the_real_runs(store, runs):
     assert "log_completions=True" in json.loads(nolog)["samples"]
     top = json.loads(tools.list_runs(project="sft-sweep", sort="eval/loss:min", limit=1))["runs"][0]
     assert top["name"] == min(sweep(runs), key=eval_min).name
+    # the best checkpoint of the sweep, and what it was made from, as an agent asks
+    found = json.loads(tools.get_checkpoints(project="sft-sweep", best="eval_loss"))
+    assert len(found["checkpoints"]) == 16 and sum(c["deleted"] for c in found["checkpoints"]) == 8
+    expected = min((c for r in sweep(runs) for c in r.checkpoints()), key=lambda c: c.metrics["eval_loss"])
+    assert found["best"] == f"{expected.run}@{expected.step}"
+    (data,) = [a for a in json.loads(tools.list_artifacts(kind="dataset")) if len(a["used_by"]) == 8]
+    graph = json.loads(tools.get_lineage(found["best"]))
+    assert f"artifact:{data['spec']}" in {n["id"] for n in graph["nodes"]}
 
 
 # -- the other examples of the pages ----------------------------------------------------------------

@@ -121,6 +121,13 @@ class MLflowBackend:
         self.run_id: str | None = None
         self._params: dict[str, str] = {}
         self._run: RunInfo | None = None
+        self._experiment_id: str | None = None
+        #: a checkpoint's location -> its logged model's id (MLflow 3)
+        self._models: dict[str, str] = {}
+        #: checkpoint events waiting for the rows of their step (events may arrive before them)
+        self._pending: list[dict[str, Any]] = []
+        #: when each key of each recent step was logged: a checkpoint's metrics are those very points
+        self._times: dict[int, dict[str, float]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @_bounded
@@ -138,6 +145,7 @@ class MLflowBackend:
         name = self.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or run.project or "Default"
         experiment = client.get_experiment_by_name(name)
         experiment_id = experiment.experiment_id if experiment else client.create_experiment(name)
+        self._experiment_id = experiment_id
         found = client.search_runs([experiment_id], f"tags.`{names.RUN_ID}` = '{run.id}'", max_results=1)
         if found:  # a resume, or a replay: the same MLflow run goes on
             self.run_id = found[0].info.run_id
@@ -153,6 +161,7 @@ class MLflowBackend:
         ``tunetrack.state=crashed``: MLflow has no status for a run whose process died."""
         if self._client is None or self.run_id is None:
             return
+        self._release(None)
         if state not in _STATUS:
             self._client.set_tag(self.run_id, names.STATE, state)
         if state == State.RUNNING:  # a replay of a run still being recorded: it stays RUNNING
@@ -190,6 +199,10 @@ class MLflowBackend:
                 for key, value in values.items()
             )
         )
+        for step, when, values in rows:
+            self._times.setdefault(step, {}).update(dict.fromkeys(values, when))
+        if rows:
+            self._release(rows[-1][0])
 
     @_bounded
     def log_system(self, rows: Sequence[Row]) -> None:
@@ -226,12 +239,66 @@ class MLflowBackend:
             self._client.log_text(
                 self.run_id, json.dumps(rows, default=str, indent=1), f"text/{key}/{step}.json"
             )
+        elif kind in ("checkpoint", "checkpoint_files", "checkpoint_deleted"):
+            self._pending.append(event)
         elif kind == "image" and self._run is not None and isinstance(self._run.dir, Path):
             path = self._run.dir / str(event.get("path"))
             if path.is_file():
                 self._client.log_artifact(
                     self.run_id, str(path), f"images/{metric_name(str(event.get('key')))}"
                 )
+
+    def _release(self, through: int | None) -> None:
+        """Send the checkpoint events of the steps up to ``through`` (all: None), in order."""
+        while self._pending and (through is None or int(self._pending[0].get("step") or 0) <= through):
+            event = self._pending.pop(0)
+            self._checkpoint(str(event["kind"]), int(event.get("step") or 0), event)
+        if len(self._times) > 64:  # only the recent steps are asked for
+            for old in sorted(self._times)[:-64]:
+                del self._times[old]
+
+    def _checkpoint(self, kind: str, step: int, event: dict[str, Any]) -> None:
+        """A checkpoint as an MLflow 3 logged model of the run: a reference (its path in a tag; the
+        weights are never uploaded unasked), the metrics at its step linked to it (the run's own
+        points of that step: same time, so MLflow holds each once), its size once hashed, and a tag
+        once rotation deleted it. MLflow 2 has no logged models: nothing is sent."""
+        if not hasattr(self._client, "create_logged_model"):
+            return
+        from mlflow.entities import Metric
+
+        path = str(event.get("path"))
+        if kind == "checkpoint":
+            model = self._client.create_logged_model(
+                self._experiment_id,
+                name=f"checkpoint-{step}",
+                source_run_id=self.run_id,
+                tags={names.CHECKPOINT_PATH: path, names.CHECKPOINT_STEP: str(step)},
+                model_type=event.get("type"),
+            )
+            self._models[path] = model.model_id
+            logged, at = self._times.get(step, {}), float(event.get("time") or 0)
+            metrics = [
+                Metric(
+                    metric_name(k),
+                    float(v),
+                    int(logged.get(k, at) * 1000),
+                    step,
+                    model_id=model.model_id,
+                    run_id=self.run_id,
+                )
+                for k, v in (event.get("metrics") or {}).items()
+                if _numeric(v)
+            ]
+            if metrics:
+                self._client.log_batch(self.run_id, metrics=metrics)
+            self._client.finalize_logged_model(model.model_id, "READY")
+        elif (model_id := self._models.get(path)) is not None:
+            tag = (
+                {names.CHECKPOINT_DELETED: "true"}
+                if kind == "checkpoint_deleted"
+                else {names.CHECKPOINT_BYTES: str(event.get("bytes"))}
+            )
+            self._client.set_logged_model_tags(model_id, tag)
 
     # -- replay ------------------------------------------------------------------------------------
     @_bounded

@@ -98,6 +98,34 @@ class WandbBackend:
         rows are already past it), so neither the event nor a row is dropped."""
         if event.get("kind") in ("text", "image"):
             self._events.append(event)
+        elif event.get("kind") == "checkpoint":
+            self._checkpoint(event)
+
+    def _checkpoint(self, event: dict[str, Any]) -> None:
+        """A checkpoint as a version of the run's ``checkpoint-<run id>`` model artifact (W&B's own
+        Trainer integration names it so), holding references to its files: W&B records where they are
+        and never uploads them (``checksum=False``: it lists them, never reads them); aliased
+        ``step-<N>``, the metrics at its step as metadata. W&B refuses a reference to a local folder
+        that is gone: one rotation removed before this backend got to it is said once and passed by."""
+        import wandb
+
+        path = str(event.get("path"))
+        if "://" not in path and not Path(path).exists():
+            warn_once(
+                f"wandb-checkpoint-gone:{path}",
+                f"checkpoint {path} was removed before W&B was told of it: W&B has no reference to it "
+                "(the local run has it)",
+            )
+            return
+        uri = path if "://" in path else Path(path).absolute().as_uri()
+        step = int(event.get("step") or 0)
+        art = wandb.Artifact(
+            f"checkpoint-{self._run.id}",
+            type="model",
+            metadata={"step": step, "kind": event.get("type"), "metrics": event.get("metrics") or {}},
+        )
+        art.add_reference(uri, name=Path(path).name or "checkpoint", checksum=False)
+        self._run.log_artifact(art, aliases=[f"step-{step}", "latest"])
 
     def _release(self, before: int | None = None) -> None:
         import wandb

@@ -456,6 +456,11 @@ class Mirrored:
     def losses(self) -> list[float]:
         return [h["loss"] for h in self.trainer.state.log_history if "loss" in h]
 
+    @property
+    def out(self) -> Path:
+        """The Trainer's output folder, where its checkpoints are."""
+        return Path(self.trainer.args.output_dir).absolute()
+
 
 @pytest.fixture(scope="module")
 def mirrored(tmp_path_factory, tok, _mlflow_session_server) -> Mirrored:
@@ -472,8 +477,13 @@ def mirrored(tmp_path_factory, tok, _mlflow_session_server) -> Mirrored:
         env.setenv("TRACKIO_DIR", str(trackio_dir))
         backends = ["tensorboard", "mlflow", "trackio", WandbBackend(mode="offline", dir=wandb_dir)]
         cb = TunetrackCallback(project="hf-mirrored", name="mirrored", dir=base / "runs", backends=backends)
+        # saves every 6 steps, keeping one: checkpoint-6 is deleted by the time checkpoint-12 is saved
+        saves = dict(save_strategy="steps", save_steps=6, save_total_limit=1)
         trainer = Trainer(
-            model=build_model(tok), args=_args(base / "out"), train_dataset=build_dataset(tok), callbacks=[cb]
+            model=build_model(tok),
+            args=_args(base / "out", **saves),
+            train_dataset=build_dataset(tok),
+            callbacks=[cb],
         )
         trainer.train()
         cb.finish()
@@ -510,6 +520,20 @@ def test_backends_mirror_the_trainer_into_an_mlflow_server(mirrored):
     params = remote.data.params  # the Trainer's config, flattened with dots as MLflow users expect
     batch = [v for k, v in params.items() if k.endswith("per_device_train_batch_size")]
     assert batch == [str(mirrored.trainer.args.per_device_train_batch_size)], sorted(params)[:20]
+    # each checkpoint a logged model of the run: a reference to its folder, its loss linked to it,
+    # the one rotation removed tagged deleted; no weights uploaded
+    models = client.search_logged_models(
+        [experiment.experiment_id], filter_string=f"source_run_id = '{remote.info.run_id}'"
+    )
+    got = {m.name: m for m in models}
+    assert sorted(got) == ["checkpoint-12", "checkpoint-6"]
+    for step, model in ((6, got["checkpoint-6"]), (12, got["checkpoint-12"])):
+        assert model.tags["tunetrack.checkpoint.path"] == str(mirrored.out / f"checkpoint-{step}")
+        assert [(m.key, m.step) for m in model.metrics or [] if m.key == "loss"] == [("loss", step)]
+        assert client.list_artifacts(remote.info.run_id, "checkpoint") == []  # never uploaded
+    assert got["checkpoint-6"].tags.get("tunetrack.checkpoint.deleted") == "true"
+    assert "tunetrack.checkpoint.deleted" not in got["checkpoint-12"].tags
+    assert int(got["checkpoint-12"].tags["tunetrack.checkpoint.bytes"]) > 0
 
 
 def test_backends_mirror_the_trainer_into_trackio(mirrored, monkeypatch):
@@ -528,7 +552,7 @@ def test_backends_mirror_the_trainer_into_trackio(mirrored, monkeypatch):
 def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):
     """``backends=[WandbBackend(mode="offline")]``: the Trainer's run in a W&B offline run file, read
     with W&B's protobuf schema."""
-    from support.wandb_files import read_run, run_files
+    from support.wandb_files import read_run, records, run_files
 
     (path,) = run_files(mirrored.wandb_dir)
     got = read_run(path)
@@ -537,6 +561,15 @@ def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):
     assert [losses[s] for s in range(1, 13)] == pytest.approx(mirrored.losses, rel=1e-6)
     assert got["name"] == "mirrored" and got["exit_code"] == 0
     assert "learning_rate" in json.dumps(got["config"])
+    # each checkpoint a version of a model artifact holding a reference to its folder, never its files
+    # (checkpoint-6 too, unless rotation removed it before W&B's thread got to it: W&B refuses that)
+    logged = [r.artifact for r in records(path) if r.WhichOneof("record_type") == "artifact"]
+    assert {(a.name, a.type) for a in logged} == {(f"checkpoint-{got['id']}", "model")}
+    steps = [json.loads(a.metadata)["step"] for a in logged]
+    assert steps in ([6, 12], [12])
+    last = {e.path: e.ref for e in logged[-1].manifest.contents}
+    folder = mirrored.out / "checkpoint-12"
+    assert last == {f"checkpoint-12/{p.name}": p.as_uri() for p in folder.iterdir()}
 
 
 def test_inputs_and_lineage_from_a_data_set_to_every_run_trained_on_it(tmp_path, root, tok):

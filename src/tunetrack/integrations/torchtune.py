@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import settings
@@ -32,6 +33,7 @@ from ..config import capture
 from ..tracker import Tracker
 from ..tracker.launch import rank_info
 from ..values import numbers
+from .support import inputs
 from .support.saved_folders import SavedFolders
 from .support.throughput import Throughput
 
@@ -119,6 +121,8 @@ class TunetrackLogger:
             self.tracker.log_text(YAML_KEY, text, step=0)
         if (out := _checkpointer_dir(config)) is not None and self.tracker.active:
             self._saves = SavedFolders(out, SAVE_FOLDERS)
+        if self.tracker.active:
+            inputs.record(self.tracker, *_inputs(config))
 
     def close(self) -> None:
         if self._saves is not None:
@@ -166,3 +170,27 @@ def _yaml_text(config: Any) -> str | None:
     except Exception as exc:
         warn_once("torchtune:yaml", f"could not keep the config's YAML text: {exc!r}")
         return None
+
+
+def _inputs(config: Any) -> list[inputs.Input | None]:
+    """The recipe's base model (``checkpointer.checkpoint_dir``), tokenizer (``tokenizer.path``) and
+    data set (local ``dataset.data_files``, or a hub ``dataset.source``), where the config names them."""
+
+    def get(section: str, key: str) -> Any:
+        try:
+            return config[section][key]
+        except (KeyError, TypeError, IndexError):
+            return None
+
+    found: list[inputs.Input | None] = []
+    if isinstance(model := get("checkpointer", "checkpoint_dir"), str) and Path(model).is_dir():
+        found.append(inputs.model_folder_input(Path(model)))
+    if isinstance(tok := get("tokenizer", "path"), str) and Path(tok).exists():
+        found.append(inputs.file_input(Path(tok), "tokenizer"))
+    files, source = get("dataset", "data_files"), get("dataset", "source")
+    if isinstance(files, str) and Path(files).exists():
+        found.append(inputs.file_input(Path(files), "dataset"))
+    elif isinstance(source, str) and source not in ("json", "csv", "parquet", "text"):
+        split = get("dataset", "split") or "train"
+        found.append(inputs.Input(source, "dataset", f"hf://datasets/{source}", None, {"split": split}))
+    return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.util
 import inspect
 import json
@@ -19,6 +20,7 @@ from omegaconf import OmegaConf
 from support.helpers import SRC, assert_hashed_as_on_disk, checkpoints_cli, wait_until
 from tunetrack.reader import list_runs
 from tunetrack.reader.names import config_key
+from tunetrack.store.artifacts import ArtifactStore
 
 COMPONENT = "tunetrack.integrations.torchtune.TunetrackLogger"
 LOGGED = ("loss", "lr", "tokens_per_second_per_gpu", "perf/tokens_per_s")
@@ -246,6 +248,17 @@ def test_each_epoch_s_checkpoint_is_recorded_with_its_files(tiny, root, tmp_path
         assert {"adapter_model.safetensors", "adapter_config.json"} <= names
         assert any(n.startswith("model-") and n.endswith(".safetensors") for n in names)  # merged weights
     assert [c.path for c in run.checkpoints()] == [c["path"] for c in found]  # the read API agrees
+    # what the recipe was made from, from its config: the base model, its tokenizer and its data
+    used = {e["type"]: e for e in run.events() if e["kind"] == "artifact_used"}
+    art = Path(run.config["checkpointer"]["checkpoint_dir"]).parent
+    assert {k: e["reference"] for k, e in used.items()} == {
+        "model": str(art / "model"),
+        "tokenizer": str(art / "tok.model"),
+        "dataset": str(art / "data.json"),
+    }
+    data = hashlib.sha256((art / "data.json").read_bytes()).hexdigest()
+    (stored,) = ArtifactStore(root).resolve("data.json").files
+    assert stored.sha256 == data  # the data file hashed, never copied
 
 
 def test_failure_mid_training_ends_failed(tiny, broken_data, root, tmp_path):

@@ -25,12 +25,13 @@ _GENERIC = {"json", "csv", "parquet", "text", "arrow", "generator", "pandas", "i
 
 @dataclass(frozen=True)
 class Input:
-    """One input of a run: ``location`` is a local path or a URL (``hf://name@revision``)."""
+    """One input of a run: ``location`` is a local path or a URL (``hf://name@revision``);
+    ``digest`` None: a local file whose bytes identify it, hashed off the training thread."""
 
     name: str
     kind: str
     location: str
-    digest: str
+    digest: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
@@ -51,18 +52,33 @@ def model_input(model: Any) -> Input | None:
     text = config.to_json_string(use_diff=False)
     meta = {"model_type": getattr(config, "model_type", None)}
     if source and Path(source).is_dir():
-        folder = Path(source).resolve()
-        weights = [folder / n for n in _INDEX if (folder / n).is_file()] or sorted(
-            p for p in folder.iterdir() if p.suffix in _WEIGHTS
-        )
-        index = [p.read_text() if p.name in _INDEX else f"{p.name}:{p.stat().st_size}" for p in weights]
-        return Input(folder.name, "model", str(folder), _sha(text, *index), meta)
+        return model_folder_input(Path(source), text, meta)
     if source:
         revision = getattr(config, "_commit_hash", None)
         location = f"hf://{source}" + (f"@{revision}" if revision else "")
         return Input(source, "model", location, _sha(location) if revision else _sha(location, text), meta)
     name = str(meta["model_type"] or "model")
     return Input(name, "model", f"config://{name}", _sha(text), meta)
+
+
+def model_folder_input(folder: Path, config: str | None = None, meta: dict[str, Any] | None = None) -> Input:
+    """A model in a local folder, by its config (``config.json`` unless given) and its weight index
+    (or its weight files' names and sizes): a folder of several GB is identified without reading it."""
+    folder = folder.resolve()
+    if config is None:
+        config = (folder / "config.json").read_text() if (folder / "config.json").is_file() else ""
+    weights = [folder / n for n in _INDEX if (folder / n).is_file()] or sorted(
+        p for p in folder.iterdir() if p.suffix in _WEIGHTS
+    )
+    index = [p.read_text() if p.name in _INDEX else f"{p.name}:{p.stat().st_size}" for p in weights]
+    return Input(folder.name, "model", str(folder), _sha(config, *index), meta or {})
+
+
+def file_input(path: Path, kind: str, name: str | None = None) -> Input:
+    """A local file or folder (a data set's files, a tokenizer model) by its bytes, hashed when the
+    tracker stores the input, on a thread of its own."""
+    path = path.resolve()
+    return Input(name or path.name, kind, str(path), None, {})
 
 
 def dataset_input(dataset: Any, role: str = "train") -> Input | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -106,6 +107,11 @@ def test_sft(tmp_path, root, assets, finetuning_type):
     weights = "adapter_model.safetensors" if finetuning_type == "lora" else "model.safetensors"
     assert weights in {f["name"] for f in found[-1]["files"]}
     assert [c.step for c in run.checkpoints() if not c.deleted] == [5]  # the read API agrees
+    # the model LLaMA Factory loaded and the data set it built, recorded by the callback as inputs
+    used = {e["type"]: e for e in run.events() if e["kind"] == "artifact_used"}
+    assert set(used) == {"model", "dataset", "tokenizer"}
+    assert used["model"]["reference"] == str(Path(assets["model"]).resolve())
+    assert used["dataset"]["reference"].startswith("datasets://")
 
 
 def test_dpo(tmp_path, root, assets):

@@ -88,6 +88,9 @@ def test_sft_lora_with_eval_through_the_plugin(tmp_path, root, assets, plugin):
     weights = {f["name"]: f for f in found[-1].files or []}["adapter_model.safetensors"]
     on_disk = Path(found[-1].path) / "adapter_model.safetensors"
     assert weights["sha256"] == hashlib.sha256(on_disk.read_bytes()).hexdigest()
+    # the model and data set swift loaded, recorded by the callback as the run's inputs
+    used = {e["type"]: e["reference"] for e in run.events() if e["kind"] == "artifact_used"}
+    assert used["model"] == str(Path(assets["model"]).resolve()) and used["dataset"].startswith("datasets://")
 
 
 def test_dpo_through_the_drop_in(tmp_path, root, assets):

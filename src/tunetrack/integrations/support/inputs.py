@@ -82,8 +82,13 @@ def file_input(path: Path, kind: str, name: str | None = None) -> Input:
 
 
 def dataset_input(dataset: Any, role: str = "train") -> Input | None:
-    """A ``datasets.Dataset`` by its fingerprint (what ``datasets`` itself caches by); None for data
-    that has none (a plain list, a streaming data set)."""
+    """A ``datasets.Dataset`` by its fingerprint (what ``datasets`` itself caches by), also inside a
+    wrapper that keeps it as ``.dataset`` (ms-swift's lazy encoding, torch's ``Subset``); None for
+    data that has none (a plain list, a streaming data set)."""
+    for _ in range(3):
+        if hasattr(dataset, "_fingerprint") or not hasattr(dataset, "dataset"):
+            break
+        dataset = dataset.dataset
     fingerprint = getattr(dataset, "_fingerprint", None)
     if not isinstance(fingerprint, str):
         return None

@@ -308,7 +308,7 @@ def test_a_fork_without_its_parent_reads_as_its_own_history_with_one_warning(roo
     record_parent(root)
     with Tracker(name="child", dir=root, fork_from="parent@10", system=False) as f:
         f.log({"loss": 1.0}, step=11)
-    CliRunner().invoke(cli, ["rm", "parent", "--dir", str(root), "--yes"], catch_exceptions=False)
+    CliRunner().invoke(cli, ["rm", "parent", "--dir", str(root), "--yes", "--force"], catch_exceptions=False)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fork = open_run("child", dir=root)
@@ -350,3 +350,17 @@ def test_a_fork_keeps_the_history_it_branched_from_when_its_parent_is_resumed_fr
     assert fork.values.tolist() == [parent_loss(s) for s in range(1, 16)] + [fork_loss(16)]
     events = [(e["kind"], e["step"]) for e in open_run("child", dir=root).events()]
     assert events == [("checkpoint", 5), ("checkpoint", 15), ("fork", 15)]
+
+
+def test_rm_refuses_a_parent_whose_forks_would_lose_their_history(root):
+    with Tracker(dir=root, name="base", system=False) as t:
+        for step in (1, 2):
+            t.log({"loss": 1.0}, step=step)
+    with Tracker(dir=root, name="branch", fork_from="base@1", system=False) as t:
+        t.log({"loss": 0.5}, step=2)
+    refused = CliRunner().invoke(cli, ["rm", "base", "--yes", "--dir", str(root)])
+    assert refused.exit_code == 1
+    assert "has forks that read their history before the branch from it" in refused.output
+    assert "branch" in refused.output and open_run("base", dir=root).id  # still there
+    both = CliRunner().invoke(cli, ["rm", "base", "branch", "--yes", "--dir", str(root)])
+    assert both.exit_code == 0, both.output  # the forks go too: nothing is left without its history

@@ -62,7 +62,8 @@ def delete_runs(
     confirm: Callable[[list[Run]], bool] | None = None,
 ) -> list[Run]:
     """Delete the runs ``refs`` name, and return them. Every ref is looked up before anything is
-    deleted (one that names no run deletes none); a run still running is refused unless ``force``;
+    deleted (one that names no run deletes none); a run still running, or one that other runs were
+    forked from (they read their history before the branch from it), is refused unless ``force``;
     ``confirm`` (given the runs) may still say no, and then nothing is deleted."""
     store = store_at(dir)
     runs = list({r.id: r for r in (find_run(store, ref) for ref in refs)}.values())
@@ -71,6 +72,15 @@ def delete_runs(
         listed = ", ".join(f"{r.id} ({r.name})" for r in running)
         verb = "is" if len(running) == 1 else "are"
         raise RunInUse(f"{listed} {verb} still running; --force (force=True) deletes it anyway")
+    deleted = {r.id for r in runs}
+    forked = [(r, kept) for r in runs if (kept := [f for f in r.forks() if f.id not in deleted])]
+    if forked and not force:
+        r, kept = forked[0]
+        names = ", ".join(f"{f.id} ({f.name})" for f in kept[:5])
+        raise RunInUse(
+            f"{r.id} ({r.name}) has forks that read their history before the branch from it: {names}; "
+            "--force (force=True) deletes it anyway (they keep only their own steps)"
+        )
     if confirm is not None and not confirm(runs):
         return []
     for run in runs:

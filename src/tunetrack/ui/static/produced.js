@@ -65,14 +65,15 @@ function renderCheckpoints(data) {
   keySelect.value = data.best?.key ?? "";
   way.value = data.best && !data.best.minimize ? "max" : "min";
   way.disabled = !data.best;
+  for (const node of [keySelect, way, document.querySelector("#checkpoints-panel .scroll-x")]) node.hidden = !found.length;
   document.getElementById("ckpt-best").textContent = !found.length ? "this run saved no checkpoint"
     : data.best ? `best: step ${data.best.step} (${data.best.minimize ? "lowest" : "highest"} ${data.best.key})`
     : data.metrics.length ? "pick a metric to mark the best checkpoint" : "no metric was logged at the checkpoints' steps";
   const shown = data.keys.slice(0, METRIC_COLUMNS);
   const head = el("tr");
   for (const name of ["step", "kind", ...shown, "size", "files", "state"]) {
-    const th = el("th", name, shown.includes(name) || ["step", "size", "files"].includes(name) ? "num" : "");
-    if (shown.includes(name)) th.title = name;
+    const th = el("th", null, shown.includes(name) || ["step", "size", "files"].includes(name) ? "num" : "");
+    th.append(...breakable(name));
     head.append(th);
   }
   document.querySelector("#checkpoints thead").replaceChildren(head);
@@ -85,6 +86,12 @@ function renderCheckpoints(data) {
     here.classList.add("here");
     if (tabOf(location.hash) === "checkpoints") here.scrollIntoView({ block: "center" });
   }
+}
+
+// A metric's name that may wrap after its "_" and "/" (eval_mean_token_accuracy over two lines
+// rather than cut short): text, and <wbr> elements.
+function breakable(name) {
+  return name.split(/(?<=[_/])/).flatMap((part, i) => (i ? [document.createElement("wbr"), part] : [part]));
 }
 
 // A checkpoint's row, and the row of its details (its path, every metric at its step, its files with
@@ -121,7 +128,12 @@ function detailOf(c, keys) {
   const path = el("p");
   path.append(el("b", "path "), el("code", c.path));
   const metrics = el("dl", null, "ckpt-metrics");
-  for (const k of keys) if (k in c.texts) metrics.append(el("dt", k), el("dd", c.texts[k]));
+  for (const k of keys) {
+    if (!(k in c.texts)) continue;
+    const pair = el("div");  // a name and its value side by side, in columns across the row
+    pair.append(el("dt", k), el("dd", c.texts[k]));
+    metrics.append(pair);
+  }
   box.append(path, metrics);
   if (c.files) {
     const table = el("table", null, "ckpt-files");

@@ -300,3 +300,22 @@ def test_the_artifacts_page_lists_artifacts_and_links_their_runs(store, dashboar
     page.wait_for_selector("#versions-error:text('no artifact')")
     assert page.locator(f"#artifacts tr[data-name='{XSS}'] td.name a").inner_text() == XSS  # as text
     assert page.dialogs == [] and page.locator("main img").count() == 0
+
+
+def test_a_live_runs_checkpoints_tab_follows_its_saves(store, dashboard, page, tmp_path):
+    root = store[0]
+    live = Tracker(dir=root, name="live", project="live", system=False).start()
+    try:
+        live.log({"loss": 1.0}, step=1)
+        live.log_checkpoint(_folder(tmp_path / "checkpoint-1", {"model.safetensors": b"m" * 10}), step=1)
+        wait_until(lambda: open_run(live.id, dir=root).checkpoints())
+        page.goto(f"{dashboard.base}/run/{live.id}#checkpoints")
+        page.wait_for_selector("#checkpoints tr.checkpoint[data-step='1']")
+        live.log({"loss": 0.5, "eval_loss": 0.4}, step=2)
+        second = _folder(tmp_path / "checkpoint-2", {"model.safetensors": b"n" * 10})
+        live.log_checkpoint(second, step=2, metrics={"eval_loss": 0.4})
+        page.wait_for_selector("#checkpoints tr.best[data-step='2']")  # the page's poll brought it
+        assert page.inner_text("#tabs a[data-tab='checkpoints']") == "checkpoints (2)"
+    finally:
+        live.finish()
+    shutil.rmtree(root / live.id)  # the other tests' store as they expect it

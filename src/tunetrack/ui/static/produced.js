@@ -22,12 +22,23 @@ function showTab() {
   if (tab === "lineage" && !lineageAsked) loadLineage();
 }
 
-export function showProduced(id) {
+export function showProduced(id, events) {
   runId = id;
+  checkpointEvents = events.filter(e => CHECKPOINT_EVENTS.includes(e.kind)).length;
   window.addEventListener("hashchange", showTab);
   showTab();
   loadCheckpoints(new URLSearchParams(location.search).get("best") || "");
   for (const id of ["ckpt-key", "ckpt-way"]) document.getElementById(id).addEventListener("change", pickBest);
+}
+
+// A live run's checkpoints are asked for again when its events say a save, its files or a rotation
+// came in since (the page's poll of the run has its events): the table follows the training.
+const CHECKPOINT_EVENTS = ["checkpoint", "checkpoint_files", "checkpoint_deleted"];
+let checkpointEvents = null;
+export function followCheckpoints(events) {
+  const seen = events.filter(e => CHECKPOINT_EVENTS.includes(e.kind)).length;
+  if (checkpointEvents !== null && seen !== checkpointEvents) loadCheckpoints(new URLSearchParams(location.search).get("best") || "");
+  checkpointEvents = seen;
 }
 
 // The best by the key picked (its direction the server's default: losses lowest), or by the

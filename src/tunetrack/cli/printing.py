@@ -19,11 +19,13 @@ from .. import metric_keys
 from ..config import MISSING
 from ..reader import Run
 from ..reader.as_text import (
+    checkpoint_keys,
     config_text,
     config_texts,
     duration,
     event_text,
     facts,
+    human_bytes,
     key_config,
     last_lines,
     notes,
@@ -292,10 +294,7 @@ def checkpoints_table(
     three of the metrics logged at its step (``key`` first, then losses and rewards), its size
     and files, and whether rotation removed it; the best one marked."""
     several = len({c.run for c in found}) > 1
-    logged = {k for c in found for k in c.metrics}
-    first = set(metric_keys.spellings(key)) & logged if key else set()
-    rank = lambda k: (k not in first, "loss" not in k and "reward" not in k, not k.startswith("eval"), k)  # noqa: E731
-    keys = sorted(logged, key=rank)[:3]
+    keys = checkpoint_keys((k for c in found for k in c.metrics), key)[:3]
     table = Table(show_edge=False, header_style="bold")
     if several:
         table.add_column("run", no_wrap=True)
@@ -318,16 +317,6 @@ def checkpoints_table(
         ]
         table.add_row(*([Text(visible(names.get(c.run, c.run)))] if several else []), *row)
     return table
-
-
-def human_bytes(n: int) -> str:
-    """A size as people read it: 512 B, 3.2 MB, 1.4 GB."""
-    size = float(n)
-    for unit in ("B", "KB", "MB"):
-        if size < 1024:
-            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GB"
 
 
 # -- diff ----------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def lineage_command(ref: str, dir: str | None, as_json: bool) -> None:
     """What a run, a checkpoint (RUN@STEP) or an artifact was made from (upstream: data sets, base
     models, tokenizers, the checkpoint it started from) and what was made from it (downstream: the
     runs that used it, their checkpoints and artifacts), from what the runs recorded."""
-    from ..reader.lineage import lineage
+    from ..reader.lineage import WORDS, detail_text, lineage
     from . import export
 
     graph, root = lineage(ref, dir=dir)
@@ -165,23 +165,6 @@ def lineage_command(ref: str, dir: str | None, as_json: bool) -> None:
         for _, e in walked:
             parent, child = (e.source, e.target) if down else (e.target, e.source)
             n = graph.nodes[child]
-            label = Text(f"{_WORDS[e.relation][down]} {n.type} {visible(n.label)}{_detail(n.detail)}")
+            label = Text(f"{WORDS[e.relation][down]} {n.type} {visible(n.label)}{detail_text(n.detail)}")
             branches[child] = branches.get(parent, tree).add(label)
         console().print(tree)
-
-
-#: how an edge reads from each end: (going up from its target, going down from its source)
-_WORDS = {
-    "used": ("input:", "used by"),
-    "saved": ("saved by", "saved"),
-    "logged": ("logged by", "logged"),
-    "kept as": ("kept from", "kept as"),
-    "forked": ("forked from", "forked into"),
-}
-
-
-def _detail(detail: dict[str, Any]) -> str:
-    bits = [detail[k] for k in ("kind", "state") if detail.get(k)]
-    if detail.get("deleted"):
-        bits.append("deleted")
-    return f" ({', '.join(map(str, bits))})" if bits else ""

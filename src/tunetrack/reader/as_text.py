@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
-from .. import config, failures
+from .. import config, failures, metric_keys
 from ..config import flatten, names
 from ..errors import AmbiguousName
 from ..states import State
@@ -127,6 +127,28 @@ def number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return NONE if value is None else short(value, 24)
+
+
+def human_bytes(n: int) -> str:
+    """A size as people read it: 512 B, 3.2 MB, 1.4 GB."""
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+def checkpoint_keys(logged: Iterable[str], key: str | None = None) -> list[str]:
+    """The metrics logged at checkpoints' steps in the order ``tunetrack checkpoints`` and the
+    dashboard show them: ``key`` (the one the best is picked by, under any of its spellings) first,
+    then losses and rewards, evaluation metrics before training ones in each part."""
+    present = set(logged)
+    first = set(metric_keys.spellings(key)) & present if key else set()
+    return sorted(
+        present,
+        key=lambda k: (k not in first, "loss" not in k and "reward" not in k, not k.startswith("eval"), k),
+    )
 
 
 def config_text(value: Any) -> str:

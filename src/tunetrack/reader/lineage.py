@@ -28,6 +28,15 @@ from .find import all_runs, find_run, store_at
 from .run import Run
 
 RUN, ARTIFACT, CHECKPOINT = "run", "artifact", "checkpoint"
+#: how an edge reads from each end: (going up from its target, going down from its source); the CLI's
+#: ``tunetrack lineage`` and the dashboard's run page say the same words
+WORDS = {
+    "used": ("input:", "used by"),
+    "saved": ("saved by", "saved"),
+    "logged": ("logged by", "logged"),
+    "kept as": ("kept from", "kept as"),
+    "forked": ("forked from", "forked into"),
+}
 
 
 @dataclass(frozen=True)
@@ -89,6 +98,14 @@ class Graph:
                 for e in sorted(edges, key=str)
             ],
         }
+
+
+def detail_text(detail: dict[str, Any]) -> str:
+    """What a node's detail adds to its label: `` (adapter, deleted)``, `` (dataset)``, `` (finished)``."""
+    bits = [detail[k] for k in ("kind", "state") if detail.get(k)]
+    if detail.get("deleted"):
+        bits.append("deleted")
+    return f" ({', '.join(map(str, bits))})" if bits else ""
 
 
 def run_node(run: Run) -> Node:

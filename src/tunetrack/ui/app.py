@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from ..reader import Catalog
 from ..reader.sweeps import Configs
 from . import assets, security
-from .routes import compare, media, pages, runs, samples, sweeps
+from .routes import compare, media, pages, produced, runs, samples, sweeps
 
 
 def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
@@ -26,7 +26,9 @@ def create_app(root: str | os.PathLike[str] | None = None, token: str | None = N
     app.state.catalog = Catalog(root)
     app.state.listings = runs.Listings()
     app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
-    for topic in (runs, compare, media, samples, sweeps):
+    app.state.root = root  # the artifacts beside the runs are read from it (``routes.produced``)
+    app.state.lineages = produced.Lineages()  # the store's lineage graph, built once per version
+    for topic in (runs, compare, media, samples, sweeps, produced):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/

@@ -1,4 +1,4 @@
-"""The three HTML pages (runs table, run, compare) and uPlot under URLs that name its content."""
+"""The HTML pages (runs table, run, compare, artifacts) and uPlot under URLs that name its content."""
 
 from __future__ import annotations
 
@@ -18,7 +18,12 @@ from .deps import CatalogDep
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
 #: what the runs listing (GET /api/runs) takes of a page's query
 LISTING = ("project", "state", "key", "best")
-PAGES = {"/": "index.html", "/run/{run_id}": "run.html", "/compare": "compare.html"}
+PAGES = {
+    "/": "index.html",
+    "/run/{run_id}": "run.html",
+    "/compare": "compare.html",
+    "/artifacts": "artifacts.html",
+}
 
 
 def router(uplot_tag: str | None) -> APIRouter:

@@ -1,3 +1,4 @@
+import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
 
@@ -330,6 +331,7 @@ async function start() {
   renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
   loadLogs();
   showSamples(runId, run.samples);
+  showProduced(runId, run.events);
   try { await chartsLoading; } catch (e) {  // shows all but the charts, and does not follow the run
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
@@ -360,6 +362,7 @@ async function refresh() {
     showState();
     renderOverview(); renderEvents(); showSystem(); loadLogs();
     showSamples(runId, run.samples);
+    followCheckpoints(run.events);
     const live = [...charts.values()].filter(c => !c.range && c.div.dataset.points !== undefined);
     if (live.length) {
       const entries = await fetchSeries({ run: runId, x: opts().x === "step" ? "step" : "time" },

@@ -113,9 +113,11 @@ def tokenizer_input(tokenizer: Any) -> Input | None:
     backend = getattr(tokenizer, "backend_tokenizer", None)
     text = backend.to_str() if backend is not None else json.dumps(sorted(tokenizer.get_vocab().items()))
     source = str(getattr(tokenizer, "name_or_path", "") or "")
-    name = (Path(source).name if source and Path(source).is_dir() else source) or type(tokenizer).__name__
+    digest = _sha(text)
+    # a tokenizer built in the script has no name: its vocabulary's hash tells it apart
+    name = (Path(source).name if source and Path(source).is_dir() else source) or f"tokenizer-{digest[:8]}"
     location = str(Path(source).resolve()) if source and Path(source).is_dir() else f"tokenizer://{name}"
-    return Input(name, "tokenizer", location, _sha(text), {"vocab_size": len(tokenizer.get_vocab())})
+    return Input(name, "tokenizer", location, digest, {"vocab_size": len(tokenizer.get_vocab())})
 
 
 def record(tracker: Any, *found: Input | None) -> None:

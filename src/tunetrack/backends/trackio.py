@@ -11,8 +11,10 @@ Needs ``pip install 'tunetrack[trackio]'``, imported when the run starts.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from .._warnings import warn_once
 from ..states import State
 from .base import Row, RunInfo
 from .names import trackio as names
@@ -90,6 +92,34 @@ class TrackioBackend:
             mapped = converted(values, system_name)
             if mapped:
                 run.log_system(mapped)
+
+    def log_event(self, event: dict[str, Any]) -> None:
+        """A checkpoint as a version of the run's ``checkpoint-<run id>`` model artifact holding
+        references to its files (``checksum=False``: trackio lists them, never reads nor copies them), aliased
+        ``step-<N>``, the metrics of its step as metadata. trackio resolves ``file://`` and ``hf://``
+        references itself; a checkpoint elsewhere (``s3://``) is said once and passed by."""
+        if event.get("kind") != "checkpoint":
+            return
+        import trackio
+
+        path, step = str(event.get("path")), int(event.get("step") or 0)
+        if "://" in path and not path.startswith("hf://"):
+            warn_once(
+                f"trackio-checkpoint:{path.split('://')[0]}", f"trackio cannot reference {path}: not sent"
+            )
+            return
+        if "://" not in path and not Path(path).exists():  # trackio lists a folder it references
+            warn_once(
+                f"trackio-checkpoint-gone:{path}",
+                f"checkpoint {path} was removed before trackio was told of it (the local run has it)",
+            )
+            return
+        uri = path if "://" in path else Path(path).absolute().as_uri()
+        assert self._info is not None
+        metadata = {"step": step, "kind": event.get("type"), "metrics": event.get("metrics") or {}}
+        art = trackio.Artifact(f"checkpoint-{self._info.id}", type="model", metadata=metadata)
+        art.add_reference(uri, name=f"checkpoint-{step}", checksum=False)
+        self._trackio_run().log_artifact(art, aliases=[f"step-{step}"])
 
     def held(self, keys: Collection[str], system: bool = False) -> Mapping[str, Collection[int]]:
         """For a replay: the steps trackio's store holds for each metric of this run (system metrics

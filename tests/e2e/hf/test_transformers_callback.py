@@ -547,6 +547,16 @@ def test_backends_mirror_the_trainer_into_trackio(mirrored, monkeypatch):
     assert [e["loss"] for e in logs] == pytest.approx(mirrored.losses, rel=1e-6)
     config = SQLiteStorage.get_run_config("hf-mirrored", "mirrored")
     assert '"learning_rate": 0.001' in json.dumps(config)  # the Trainer's arguments, as captured
+    # each checkpoint a version of a model artifact referencing its files: nothing copied (step-6 too,
+    # unless rotation removed it before trackio's thread got to it)
+    (art,) = SQLiteStorage.get_artifacts("hf-mirrored")
+    assert (art["name"], art["type"]) == (f"checkpoint-{mirrored.run_id}", "model")
+    manifest = SQLiteStorage.get_artifact_manifest("hf-mirrored", art["name"], "step-12")["manifest"]
+    folder = mirrored.out / "checkpoint-12"
+    assert {e["path"]: e["ref"] for e in manifest} == {
+        f"checkpoint-12/{p.name}": p.as_uri() for p in folder.iterdir()
+    }
+    assert art["num_versions"] in (1, 2)
 
 
 def test_backends_mirror_the_trainer_into_wandb_offline(mirrored):

@@ -20,7 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from support.comet_files import comet_others, comet_params, comet_points, comet_texts, started
+from support.comet_files import (
+    comet_others,
+    comet_params,
+    comet_points,
+    comet_remote_models,
+    comet_texts,
+    started,
+)
 from support.helpers import SRC, run_script
 from tunetrack.backends.comet import experiment_key
 from tunetrack.reader import open_run
@@ -62,7 +69,7 @@ def stored(run, key: str) -> list[tuple[int, float]]:
 
 
 TRAIN = """
-    import sys, time
+    import os, sys, time
     from tunetrack import Tracker
 
     class FakeGpu:  # system samples as the NVIDIA source names them, so the mapping is exercised on CPU
@@ -88,6 +95,10 @@ TRAIN = """
             row["eval/loss"] = 1.0 / step
         t.log(row, step=step)
     t.log_text("samples", [{{"text": "Once upon a time", "reward": 0.5}}], step=steps)
+    saved = sys.argv[2] + "-checkpoint"
+    os.makedirs(saved)
+    open(os.path.join(saved, "model.safetensors"), "wb").write(b"w" * 64)
+    t.log_checkpoint(saved, step=steps, metrics={{"eval/loss": 0.25}})
     t.finish()
     print(t.id)
 """
@@ -145,6 +156,13 @@ def test_a_run_mirrored_into_comet_offline(root, comet_env, steps, backends, by_
     assert comet_texts(archive) == [
         {"tunetrack.key": "samples", "reward": 0.5, "step": steps, "text": "Once upon a time"}
     ]
+    # the checkpoint as a remote model: where it is, never its bytes
+    saved = Path(f"{root}-checkpoint")
+    assert comet_remote_models(archive) == {
+        f"checkpoint-{steps}": [
+            {"url": saved.as_uri(), "metadata": {"step": steps, "kind": None, "eval/loss": 0.25}}
+        ]
+    }
 
 
 def test_a_failed_run_and_a_resume_continue_one_experiment(root, comet_env):

@@ -78,3 +78,15 @@ def comet_texts(archive: Path) -> list[dict]:
             for m in messages
             if m["type"] == "file_upload" and m["payload"]["upload_type"] == "text-sample"
         ]
+
+
+def comet_remote_models(archive: Path) -> dict[str, list[dict]]:
+    """Each remote model of an archive (``log_remote_model``): ``{model name: [{url, metadata}]}``."""
+    out: dict[str, list[dict]] = {}
+    for m in _messages(archive):
+        if m["type"] == "remote_model":
+            out[m["payload"]["model_name"]] = [
+                {"url": a["remoteUrl"], "metadata": json.loads(a["metadata"])}
+                for a in m["payload"]["remote_assets"]
+            ]
+    return out

@@ -232,11 +232,19 @@ class CometBackend:
     def log_event(self, event: dict[str, Any]) -> None:
         """Text samples as Comet text samples (its Text tab), one per sample, with the tunetrack key in
         their metadata; images as Comet images (its Graphics tab); a rewind as the Other
-        ``tunetrack.rewound_to`` (Comet keeps the points logged before it)."""
+        ``tunetrack.rewound_to`` (Comet keeps the points logged before it); a checkpoint as a remote
+        model ``checkpoint-<step>`` pointing at its location, the metrics of its step as metadata."""
         kind, step = event.get("kind"), int(event.get("step") or 0)
-        if kind not in ("text", "image", "rewind"):
+        if kind not in ("text", "image", "rewind", "checkpoint"):
             return
         experiment = self._open()
+        if kind == "checkpoint":
+            # a remote model: Comet records where the checkpoint is, never uploads it (no listing either)
+            path = str(event.get("path"))
+            uri = path if "://" in path else Path(path).absolute().as_uri()
+            metadata = {"step": step, "kind": event.get("type"), **(event.get("metrics") or {})}
+            experiment.log_remote_model(f"checkpoint-{step}", uri, metadata=metadata, sync_mode=False)
+            return
         key = str(event.get("key") or kind)
         if kind == "rewind":
             experiment.log_other(names.REWOUND_TO, step)

@@ -9,7 +9,7 @@ from ..store.process_meta import ProcessMeta, Ranks, Role  # what a RunRequest c
 from .channel import Channel
 from .counters import Counters
 from .messages import ConfigUpdate, Event, Flush, MediaFile, Message, RunEdit, SystemSample, Table
-from .opening import OpenedRun, RunRequest, resolve_fork
+from .opening import OpenedRun, RunRequest, resolve_checkpoint, resolve_fork
 from .writer import Writer
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "Role",
     "RunRequest",
     "SystemSample",
+    "resolve_checkpoint",
     "resolve_fork",
     "Table",
     "Writer",

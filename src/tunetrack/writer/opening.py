@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._warnings import warn_once
 from ..edits import fold
@@ -19,6 +19,9 @@ from ..store import codec, forks, layout, open_store
 from ..store.base import ProcessWriter, Store
 from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta
+
+if TYPE_CHECKING:
+    from ..manage.evaluations import CheckpointRef
 
 #: how long another node's first rank waits for global rank 0 to publish the job's run
 JOIN_TIMEOUT = 1800.0
@@ -168,6 +171,15 @@ def resolve_fork(dir: str | os.PathLike[str], spec: str) -> tuple[ForkRef, dict[
     """The reference a fork of ``spec`` (``RUN@STEP``) stores and the parent's config, resolved in the store at ``dir`` as every
     reader resolves a run (``manage.forks.resolve``); raises ``errors.InvalidFork``."""
     from ..manage.forks import resolve  # the readers, loaded only by a process that forks
+
+    return resolve(dir, spec)
+
+
+def resolve_checkpoint(dir: str | os.PathLike[str] | None, spec: Any) -> CheckpointRef:
+    """The checkpoint ``spec`` names (``RUN@STEP``, ``RUN``, its location, or a ``Checkpoint`` read
+    back) as ``manage.evaluations.CheckpointRef``, resolved as every reader resolves a run; raises
+    ``errors.CheckpointNotFound``."""
+    from ..manage.evaluations import resolve  # the readers, loaded only by a process that evaluates
 
     return resolve(dir, spec)
 

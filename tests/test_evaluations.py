@@ -142,3 +142,18 @@ def test_the_cli_says_which_suites_there_are(root, tmp_path):
     out = CliRunner().invoke(cli, ["checkpoints", run_id, "--dir", str(root), "--suite", "mmlu"])
     assert out.exit_code != 0
     assert "no checkpoint was evaluated with suite 'mmlu'; suites: lm-eval" in out.output
+
+
+def test_a_listing_shows_the_latest_checkpoints_score_from_the_end_records_as_from_the_data(root, tmp_path):
+    """Evaluated out of order (step 4, then step 2): the key's last value is the latest checkpoint's,
+    whether a listing takes it from the processes' end records or reads the data."""
+    run_id = _trained(root, tmp_path)
+    tunetrack.log_evaluation(f"{run_id}@4", {"acc": 0.4}, suite="lm-eval", dir=root)
+    tunetrack.log_evaluation(f"{run_id}@2", {"acc": 0.2}, suite="lm-eval", dir=root)
+    run = open_run(run_id, dir=root)
+    from_ends = run.latest()
+    assert from_ends == {"step": 4, "values": {**from_ends["values"], "lm-eval/acc": 0.4}}
+    series = run.series("lm-eval/acc")
+    assert (series.steps.tolist(), series.values.tolist()) == ([2, 4], [0.2, 0.4])  # in the order saved
+    listed = {r.id: r for r in tunetrack.list_runs(dir=root)}[run_id]
+    assert listed.latest()["values"]["lm-eval/acc"] == 0.4

@@ -8,31 +8,26 @@ is, before anything is written: an evaluation attached to no checkpoint would be
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from ..errors import CheckpointNotFound, TunetrackError, one_line
 from ..reader.checkpoints import Checkpoint
 from ..reader.find import all_runs, find_run, store_at
-
-
-@dataclass(frozen=True)
-class CheckpointRef:
-    """A recorded checkpoint: its run, the step and location it was saved at, and when."""
-
-    run: str
-    step: int
-    path: str
-    time: float
+from ..store.evaluations import CheckpointRef
 
 
 def _ref(c: Checkpoint) -> CheckpointRef:
     return CheckpointRef(c.run, c.step, c.path, c.time)
 
 
-def resolve(dir: str | os.PathLike[str] | None, spec: str | Checkpoint) -> CheckpointRef:
-    """The checkpoint ``spec`` names in the store at ``dir``: a ``Checkpoint`` read back, ``RUN@STEP``,
+def resolve(
+    dir: str | os.PathLike[str] | None, spec: str | os.PathLike[str] | Checkpoint | CheckpointRef
+) -> CheckpointRef:
+    """The checkpoint ``spec`` names in the store at ``dir``: a ``Checkpoint`` read back (or one
+    resolved already), ``RUN@STEP``,
     ``RUN`` (its latest checkpoint), or the location it was saved to. Raises ``CheckpointNotFound``
     (one line) otherwise."""
+    if isinstance(spec, CheckpointRef):
+        return spec
     if isinstance(spec, Checkpoint):
         return _ref(spec)
     text = os.fspath(spec)

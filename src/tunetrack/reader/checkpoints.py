@@ -13,10 +13,8 @@ from typing import Any
 
 from ..errors import UnknownName
 from ..metric_keys import minimized, spellings
+from ..store.evaluations import EVENT as EVALUATION_EVENT
 from ..values import is_number, missing_last
-
-#: the event an evaluation of a checkpoint is recorded as (``tracker.evaluations``)
-EVALUATION_EVENT = "checkpoint_evaluation"
 
 
 @dataclass

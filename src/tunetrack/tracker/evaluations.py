@@ -32,7 +32,7 @@ from typing import Any
 from ..config import capture
 from ..config.tree import flatten
 from ..states import State
-from ..writer import Event, Role, RunRequest, Writer, resolve_checkpoint
+from ..writer import EVALUATION_EVENT, CheckpointRef, Event, Role, RunRequest, Writer, resolve_checkpoint
 from .provenance import run_metadata
 
 #: how long recording an evaluation may take (writing a few rows: a wait this long means the store hangs)
@@ -51,6 +51,13 @@ class Evaluated:
     path: str
     suite: str
     keys: list[str]
+
+
+def find_checkpoint(checkpoint: Any, dir: str | os.PathLike[str] | None = None) -> CheckpointRef:
+    """The recorded checkpoint ``checkpoint`` names (as ``log_evaluation`` takes it): its run, step,
+    location and time; ``errors.CheckpointNotFound`` (one line) if no run recorded it. An evaluator
+    resolves it first to learn where the weights are, then hands the result to ``log_evaluation``."""
+    return resolve_checkpoint(dir, checkpoint)
 
 
 def log_evaluation(
@@ -94,7 +101,7 @@ def log_evaluation(
         writer.finish(State.FAILED, "the writer took no rows", timeout=WAIT)
         raise OSError(f"could not record the evaluation of {target.path} in run {target.run}")
     data = {"path": target.path, "suite": suite, "results": flat, "config": dict(config or {})}
-    channel.send(Event("checkpoint_evaluation", target.step, time.time(), capture(data)))
+    channel.send(Event(EVALUATION_EVENT, target.step, time.time(), capture(data)))
     if not writer.finish(State.FINISHED, timeout=WAIT):
         raise OSError(f"the evaluation of {target.path} was not stored in run {target.run} within {WAIT:g} s")
     return Evaluated(target.run, target.step, target.path, suite, sorted(row))

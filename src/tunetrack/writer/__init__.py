@@ -3,6 +3,8 @@
 
 # the artifacts the tracker stores: files go into the store on the tracker's own thread, not the writer's
 from ..store.artifacts import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
+from ..store.evaluations import EVENT as EVALUATION_EVENT  # an evaluation of a checkpoint, and what it names
+from ..store.evaluations import CheckpointRef
 from ..store.forks import EVENT as FORK_EVENT  # a new fork's first event, which the tracker sends
 from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta, Ranks, Role  # what a RunRequest carries, for whoever builds one
@@ -16,8 +18,10 @@ __all__ = [
     "ArtifactStore",
     "ArtifactVersion",
     "Channel",
+    "CheckpointRef",
     "ConfigUpdate",
     "Counters",
+    "EVALUATION_EVENT",
     "FORK_EVENT",
     "FileEntry",
     "ForkRef",

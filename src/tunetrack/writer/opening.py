@@ -11,17 +11,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._warnings import warn_once
 from ..edits import fold
 from ..store import codec, forks, layout, open_store
 from ..store.base import ProcessWriter, Store
+from ..store.evaluations import CheckpointRef
 from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta
-
-if TYPE_CHECKING:
-    from ..manage.evaluations import CheckpointRef
 
 #: how long another node's first rank waits for global rank 0 to publish the job's run
 JOIN_TIMEOUT = 1800.0
@@ -177,7 +175,7 @@ def resolve_fork(dir: str | os.PathLike[str], spec: str) -> tuple[ForkRef, dict[
 
 def resolve_checkpoint(dir: str | os.PathLike[str] | None, spec: Any) -> CheckpointRef:
     """The checkpoint ``spec`` names (``RUN@STEP``, ``RUN``, its location, or a ``Checkpoint`` read
-    back) as ``manage.evaluations.CheckpointRef``, resolved as every reader resolves a run; raises
+    back) as a ``CheckpointRef`` (``store.evaluations``), resolved as every reader resolves a run; raises
     ``errors.CheckpointNotFound``."""
     from ..manage.evaluations import resolve  # the readers, loaded only by a process that evaluates
 

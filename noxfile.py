@@ -86,6 +86,8 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
     ),
     # DDPO/AlignProp exist only up to TRL 0.23.1; they log through Accelerate
     "ddpo": ("tests/e2e/ddpo", ["trl==0.23.1", "diffusers", "transformers", "accelerate", "peft", "pillow"]),
+    # EleutherAI's lm-evaluation-harness on checkpoints a tiny Trainer run saved: evaluations attached
+    "lmeval": ("tests/e2e/lmeval", ["lm-eval==0.4.13", "transformers", "accelerate", "datasets"]),
 }
 
 

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Tracker": ("tunetrack.tracker", "Tracker"),
+    "log_evaluation": ("tunetrack.tracker", "log_evaluation"),
     "Backend": ("tunetrack.backends.base", "Backend"),
     "RunInfo": ("tunetrack.backends.base", "RunInfo"),
     "ConsoleBackend": ("tunetrack.backends.stdout", "ConsoleBackend"),
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from .reader import list_runs, open_run
     from .sql import query
     from .states import STATES
-    from .tracker import Tracker
+    from .tracker import Tracker, log_evaluation
     from .ui.notebook import show
 
 
@@ -54,6 +55,7 @@ __all__ = [
     "TunetrackWarning",
     "__version__",
     "list_runs",
+    "log_evaluation",
     "open_run",
     "query",
     "show",

@@ -55,3 +55,8 @@ class InvalidFork(TunetrackError, ValueError):
     """``fork_from`` names no run, a run that holds no step to branch from, or a step past the run's
     last one. ``Tracker.start()`` raises it, in every mode: a fork without the history it was asked to
     continue is not the run its user meant, and the mistake is cheapest before the first step."""
+
+
+class CheckpointNotFound(TunetrackError, ValueError):
+    """``log_evaluation`` names a checkpoint no run recorded: a run without a checkpoint at that step
+    (the message lists the steps it has), or a path no run saved a checkpoint to."""

@@ -240,8 +240,8 @@ class CometBackend:
         experiment = self._open()
         if kind == "checkpoint":
             # a remote model: Comet records where the checkpoint is, never uploads it (no listing either)
-            path = str(event.get("path"))
-            uri = path if "://" in path else Path(path).absolute().as_uri()
+            where = str(event.get("path"))
+            uri = where if "://" in where else Path(where).absolute().as_uri()
             metadata = {"step": step, "kind": event.get("type"), **(event.get("metrics") or {})}
             experiment.log_remote_model(f"checkpoint-{step}", uri, metadata=metadata, sync_mode=False)
             return

@@ -36,7 +36,7 @@ from ..reader.as_text import (
     summary_rows,
     when,
 )
-from ..reader.checkpoints import Checkpoint
+from ..reader.checkpoints import Checkpoint, suite_keys
 from ..reader.samples import cell_text, visible
 from ..states import State
 from ..values import is_number
@@ -288,13 +288,23 @@ def samples_table(samples: list[dict[str, Any]], several_keys: bool = False) -> 
 
 # -- checkpoints ---------------------------------------------------------------------------------
 def checkpoints_table(
-    found: list[Checkpoint], names: dict[str, str], best: Checkpoint | None, key: str | None
+    found: list[Checkpoint],
+    names: dict[str, str],
+    best: Checkpoint | None,
+    key: str | None,
+    suite: str | None = None,
 ) -> Table:
     """``tunetrack checkpoints``: one line per checkpoint (its run where several runs are listed),
-    three of the metrics logged at its step (``key`` first, then losses and rewards), its size
-    and files, and whether rotation removed it; the best one marked."""
+    three of the metrics logged at its step (``key`` first, then losses and rewards), or with
+    ``suite`` every metric of that suite's latest evaluation of it, its size and files, and whether
+    rotation removed it; the best one marked."""
     several = len({c.run for c in found}) > 1
-    keys = checkpoint_keys((k for c in found for k in c.metrics), key)[:3]
+    if suite is not None:
+        keys = suite_keys(found, suite)
+        values = [c.results(suite) for c in found]
+    else:
+        keys = checkpoint_keys((k for c in found for k in c.metrics), key)[:3]
+        values = [c.metrics for c in found]
     table = Table(show_edge=False, header_style="bold")
     if several:
         table.add_column("run", no_wrap=True)
@@ -303,13 +313,13 @@ def checkpoints_table(
             col, justify="right" if col in ("step", "size", "files", *keys) else "left", no_wrap=True
         )
     table.add_column("path", overflow="fold")
-    for c in found:
+    for c, shown in zip(found, values, strict=True):
         state = "deleted" if c.deleted else "kept"
         size = "…" if c.bytes is None else human_bytes(c.bytes)
         row: list[Text | str] = [
             number(c.step),
             Text(c.kind or "—"),
-            *(number(c.metrics.get(k)) for k in keys),
+            *(number(shown.get(k)) for k in keys),
             Text(size),
             Text("…" if c.files is None else str(len(c.files))),
             Text(f"{state}, best" if c is best else state, style="bold" if c is best else ""),

@@ -165,17 +165,31 @@ def show_command(run: str, dir: str | None, full: bool, as_json: bool) -> None:
     help="Mark the best checkpoint by this metric (default direction: min for losses, else max); "
     "with --project, the best of the whole project.",
 )
-@json_option("The checkpoints as JSON: run, step, path, kind, time, metrics, files, bytes, deleted, best.")
+@click.option(
+    "--suite",
+    metavar="SUITE",
+    help="Compare the checkpoints on one evaluation suite (tunetrack.log_evaluation: lm-eval, ...): a "
+    "column per metric of its latest evaluation; --best may then name the suite's metrics alone.",
+)
+@json_option(
+    "The checkpoints as JSON: run, step, path, kind, time, metrics, files, bytes, deleted, evaluations, best."
+)
 @friendly
 def checkpoints_command(
-    run: str | None, dir: str | None, project: str | None, best_key: str | None, as_json: bool
+    run: str | None,
+    dir: str | None,
+    project: str | None,
+    best_key: str | None,
+    suite: str | None,
+    as_json: bool,
 ) -> None:
     """The checkpoints a run saved (or every run of a project): step, kind, the metrics logged at that
     step, size and files with their hashes, and whether rotation removed them; the best one by a
-    metric. Answered from what the run recorded: no checkpoint file is opened."""
+    metric. With --suite, the scores of the evaluations made of them afterwards. Answered from what
+    the run recorded: no checkpoint file is opened."""
     from ..aggregates import directions
     from ..reader import list_runs, open_run
-    from ..reader.checkpoints import best, metric_names
+    from ..reader.checkpoints import best, check_suite, in_suite, metric_names
     from . import export, printing
 
     if (run is None) == (project is None):
@@ -185,6 +199,8 @@ def checkpoints_command(
     if not found:
         where = f"run {runs[0].name}" if run is not None else f"project {project!r}"
         raise click.ClickException(f"{where} recorded no checkpoint")
+    if suite is not None:
+        check_suite(found, suite)
     chosen = None
     if best_key is not None:
         key, _, way = best_key.partition(":")
@@ -192,7 +208,7 @@ def checkpoints_command(
             lower = directions([best_key])[key] if way else None
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--best") from None
-        chosen = best(found, key, lower)
+        chosen = best(found, key := in_suite(found, key, suite), lower)
         if chosen is None:
             raise click.ClickException(
                 f"no checkpoint has {key!r}; their metrics: {', '.join(metric_names(found)) or 'none'}"
@@ -202,7 +218,7 @@ def checkpoints_command(
         return
     names = {r.id: r.name for r in runs}
     shown = best_key.partition(":")[0] if best_key else None
-    printing.console().print(printing.checkpoints_table(found, names, chosen, shown))
+    printing.console().print(printing.checkpoints_table(found, names, chosen, shown, suite))
     if chosen is not None:
         click.echo(f"best by {best_key}: {names[chosen.run]} step {chosen.step} ({chosen.path})")
 

@@ -57,17 +57,29 @@ def aggregates_of(ends: Sequence[EndRecord | None]) -> dict[str, Agg | None] | N
     return out
 
 
-def latest(lasts: Sequence[Mapping[str, Any] | None], attempts_listed: bool) -> dict[str, Any] | None:
+def latest(
+    lasts: Sequence[Mapping[str, Any] | None],
+    attempts_listed: bool,
+    evaluated: Sequence[EndRecord | None] = (),
+) -> dict[str, Any] | None:
     """``{"step", "values"}`` from the primary processes' last values (each attempt's end record, or
     the listing index's summary of a live one), when every attempt has them and either there is one
     attempt or ``attempts_listed`` (an object store's index gives every attempt's; a folder's reader
-    reads the data instead, as the latest attempt alone misses what the earlier ones logged)."""
+    reads the data instead, as the latest attempt alone misses what the earlier ones logged).
+
+    ``evaluated``: the end records of the processes that added evaluations of checkpoints; their
+    keys' last values are those logged latest (their rows carry the checkpoint's time: the latest
+    checkpoint's score), as the data gives them; the step stays the training's."""
     complete = [last for last in lasts if last is not None and _complete(last)]
     if not complete or len(complete) != len(lasts) or (len(complete) > 1 and not attempts_listed):
+        return None
+    scores = aggregates_of(evaluated) if evaluated else {}
+    if scores is None:
         return None
     values: dict[str, Any] = {}
     for each in complete:
         values.update(each["values"])
+    values.update({key: agg[aggregates.LAST] for key, agg in scores.items() if agg is not None})
     return {"step": complete[-1]["step"], "values": values}
 
 

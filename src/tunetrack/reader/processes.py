@@ -55,7 +55,15 @@ class Process:
 
     @property
     def primary(self) -> bool:
-        return self.rank == 0
+        """It records the run (rank 0): the run's state is its latest primary's. A process that only
+        added an evaluation of a checkpoint (``Role.EVALUATION``) is not one: evaluating a running
+        run's checkpoint must not make the run read as finished, nor one that failed as finished."""
+        return self.rank == 0 and not self.evaluates
+
+    @property
+    def evaluates(self) -> bool:
+        """It added an evaluation of a checkpoint (``tunetrack.log_evaluation``) and nothing else."""
+        return self.role == Role.EVALUATION
 
     @property
     def ended(self) -> bool:

@@ -442,7 +442,10 @@ class Run:
         """``{"step", "values"}``: the last step and each key's last value, from the end record of a
         finished primary process (no data read: what run listings use), else from the data."""
         lasts = [(p.end.get("last") if p.end else None) or p.last for p in self._listed if p.primary]
-        stored = from_ends.latest(lasts, attempts_listed=self.folder.summary() is not None)
+        evaluated = [p.end for p in self._listed if p.evaluates]
+        stored = from_ends.latest(
+            lasts, attempts_listed=self.folder.summary() is not None, evaluated=evaluated
+        )
         if stored is not None and self.fork is None:  # a fork's end records miss what it inherited
             return stored
         return {"step": self.last_step, "values": {k: s["last"] for k, s in self.summary().items()}}

@@ -25,6 +25,10 @@ class Role(StrEnum):
     CONSOLE = "console"
     #: ``tunetrack import``: writes another tracker's run through the writer
     IMPORT = "import"
+    #: ``tunetrack.log_evaluation``: adds an evaluation of one of the run's checkpoints, at its step,
+    #: from any process or machine, while the run is written or after it ended; it never speaks for
+    #: the run (its state, its last step and its provenance stay its primary process's)
+    EVALUATION = "evaluation"
 
 
 #: the roles whose process speaks for the run (its provenance: command, git, versions)

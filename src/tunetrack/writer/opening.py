@@ -17,6 +17,7 @@ from .._warnings import warn_once
 from ..edits import fold
 from ..store import codec, forks, layout, open_store
 from ..store.base import ProcessWriter, Store
+from ..store.evaluations import CheckpointRef
 from ..store.forks import ForkRef
 from ..store.process_meta import ProcessMeta
 
@@ -168,6 +169,15 @@ def resolve_fork(dir: str | os.PathLike[str], spec: str) -> tuple[ForkRef, dict[
     """The reference a fork of ``spec`` (``RUN@STEP``) stores and the parent's config, resolved in the store at ``dir`` as every
     reader resolves a run (``manage.forks.resolve``); raises ``errors.InvalidFork``."""
     from ..manage.forks import resolve  # the readers, loaded only by a process that forks
+
+    return resolve(dir, spec)
+
+
+def resolve_checkpoint(dir: str | os.PathLike[str] | None, spec: Any) -> CheckpointRef:
+    """The checkpoint ``spec`` names (``RUN@STEP``, ``RUN``, its location, or a ``Checkpoint`` read
+    back) as a ``CheckpointRef`` (``store.evaluations``), resolved as every reader resolves a run; raises
+    ``errors.CheckpointNotFound``."""
+    from ..manage.evaluations import resolve  # the readers, loaded only by a process that evaluates
 
     return resolve(dir, spec)
 

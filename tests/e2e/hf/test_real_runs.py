@@ -711,6 +711,7 @@ ELSEWHERE = {
     "tunetrack report": "tests/test_report.py, tests/ui/test_report_browser.py",
     "tunetrack import": "tests/bridges/test_import.py",
     "tunetrack parquet": "tests/test_parquet.py",
+    "tunetrack checkpoints sft-llama --suite lm-eval": "tests/test_evaluations.py, tests/e2e/lmeval/test_lm_eval.py",
     "tunetrack watch": "tests/test_alerts.py",
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",

@@ -319,3 +319,29 @@ def test_a_live_runs_checkpoints_tab_follows_its_saves(store, dashboard, page, t
     finally:
         live.finish()
     shutil.rmtree(root / live.id)  # the other tests' store as they expect it
+
+
+def test_an_evaluation_attached_later_shows_on_its_checkpoint_and_can_mark_the_best(tmp_path):
+    """``tunetrack.log_evaluation`` after the run: its scores are metrics of the checkpoint in the API
+    (the Checkpoints tab's columns and expanded view), and the best can be picked by one of them."""
+    import tunetrack
+    from tunetrack import Tracker
+
+    root = tmp_path / "runs"
+    with Tracker(dir=root, name="scored", system=False) as t:
+        for step in (2, 4):
+            folder = tmp_path / f"checkpoint-{step}"
+            folder.mkdir()
+            (folder / "model.safetensors").write_bytes(b"m" * step)
+            t.log({"loss": 1.0 / step}, step=step)
+            t.log_checkpoint(folder)
+    tunetrack.log_evaluation("scored@2", {"mmlu": {"acc": 0.40}}, suite="lm-eval", dir=root)
+    tunetrack.log_evaluation("scored@4", {"mmlu": {"acc": 0.35}}, suite="lm-eval", dir=root)
+    with TestClient(create_app(root, None), base_url="http://test") as c:
+        run_id = open_run("scored", dir=root).id
+        got = c.get(f"/api/runs/{run_id}/checkpoints", params={"best": "lm-eval/mmlu/acc:max"}).json()
+    assert "lm-eval/mmlu/acc" in got["metrics"]
+    assert [(c["step"], c["texts"]["lm-eval/mmlu/acc"], c["best"]) for c in got["checkpoints"]] == [
+        (2, "0.4", True),
+        (4, "0.35", False),
+    ]

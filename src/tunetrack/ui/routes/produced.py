@@ -45,7 +45,8 @@ def checkpoints(run_id: str, catalog: CatalogDep, best: str | None = None) -> di
     ``state`` and each metric's text as the CLI prints them; ``keys``: the metrics logged at their
     steps, the best's key first, then losses and rewards, evaluation first; ``best``: the key, its
     direction and the step of the best, by ``best=KEY[:min|max]`` or by default the evaluation loss
-    (lower is better) where the checkpoints have one; ``metrics``: every key ``best`` may name."""
+    (lower is better) where the checkpoints have one; ``metrics``: every key ``best`` may name (the
+    evaluations attached after the fact, ``tunetrack.log_evaluation``, as ``<suite>/<key>``)."""
     found = open_or_404(catalog, run_id).checkpoints()
     logged = ckpt.metric_names(found)
     key, lower = _best_key(best, logged)
@@ -94,7 +95,8 @@ def _checkpoint(c: ckpt.Checkpoint, is_best: bool) -> dict[str, Any]:
         "best": is_best,
         "state": "deleted" if c.deleted else "kept",
         "size": "…" if c.bytes is None else human_bytes(c.bytes),  # "…": still being hashed, or a URL
-        "texts": {k: number(v) for k, v in c.metrics.items()},
+        # what was logged at its step, then each suite's latest evaluation of it (``lm-eval/...``)
+        "texts": {k: number(v) for k, v in {**c.metrics, **c.results()}.items()},
     }
 
 

@@ -300,9 +300,13 @@ def objectstore(session: nox.Session) -> None:
     session.env["TUNETRACK_OBJECTSTORE_TESTS"] = "1"  # a missing package is an error, never a skip
     _chromium(session)
     session.install(
+        TORCH,  # a real Trainer + LoRA run recorded into the bucket (test_trainer.py)
         "-e",
         ".[test,s3,ui,query]",
         *OBJECTSTORE_TEST_PACKAGES,
+        "transformers",
+        "peft",
+        "datasets",
         "polars",
         "playwright",
         "httpx",

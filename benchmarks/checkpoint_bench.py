@@ -4,7 +4,7 @@
     python benchmarks/checkpoint_bench.py --quick    # a 256 MB file
 
 - **hashing**: the SHA-256 of one large checkpoint file as ``Tracker.log_checkpoint`` computes it (on
-  its own thread, 1 MiB reads) against coreutils' ``sha256sum`` on the same file, repetitions
+  a process of its own at the lowest priority, ``hashlib.file_digest``) against coreutils' ``sha256sum`` on the same file, repetitions
   interleaved, the file in the page cache for both (one read before timing). Reported: MB/s of each
   and their ratio.
 - **trainer**: a tiny Llama trained 24 steps by the Transformers ``Trainer`` saving every 2 steps

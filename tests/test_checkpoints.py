@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from support.helpers import wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import open_run
 from tunetrack.reader.checkpoints import best
-from tunetrack.tracker.checkpoints import Checkpoints, kind_of
+from tunetrack.tracker.checkpoints import kind_of
+from tunetrack.tracker.files import Hasher
 
 
 def _save(folder: Path, files: dict[str, bytes]) -> Path:
@@ -93,14 +95,14 @@ def test_a_checkpoint_removed_before_it_was_listed_has_no_files_rather_than_none
 def test_hashing_never_runs_on_the_caller_s_thread(root, tmp_path, monkeypatch):
     """``log_checkpoint`` returns while the hash of the checkpoint is still being computed."""
     release, hashing = threading.Event(), []
-    real = Checkpoints._file
+    real = Hasher.digests
 
-    def slow(self, root_, name, size):
+    def slow(self, paths):
         hashing.append(threading.current_thread().name)
         release.wait(30)
-        return real(self, root_, name, size)
+        return real(self, paths)
 
-    monkeypatch.setattr(Checkpoints, "_file", slow)
+    monkeypatch.setattr(Hasher, "digests", slow)
     ckpt = _save(tmp_path / "checkpoint-1", {"model.safetensors": b"x"})
     t = Tracker(dir=root, name="slow-hash", system=False).start()
     t.log_checkpoint(ckpt, step=1)  # returns although the hash is blocked
@@ -108,6 +110,30 @@ def test_hashing_never_runs_on_the_caller_s_thread(root, tmp_path, monkeypatch):
     t.finish()
     assert hashing == ["tunetrack-checkpoints"]
     assert open_run("slow-hash", dir=root).checkpoints()[0].files[0]["sha256"] is not None
+
+
+def test_the_hasher_is_a_process_of_its_own_that_stop_ends_at_once(tmp_path):
+    """Hashing in another process shares no interpreter lock with training; ``stop`` kills one under
+    way (its files left unhashed) and refuses later ones; a file that vanished is said."""
+    small = _save(tmp_path / "s", {"a.bin": b"a" * 10, "b.bin": b"b"})
+    hasher = Hasher()
+    assert hasher.digests([small / "a.bin", small / "b.bin"]) == [
+        hashlib.sha256(b"a" * 10).hexdigest(),
+        hashlib.sha256(b"b").hexdigest(),
+    ]
+    with pytest.raises(FileNotFoundError, match="could not read .*gone.bin"):
+        hasher.digests([small / "a.bin", small / "gone.bin"])
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(8 << 30)  # 8 GiB of zeros, sparse: minutes to hash at the lowest priority
+    got: list = []
+    worker = threading.Thread(target=lambda: got.append(hasher.digests([big, small / "b.bin"])))
+    worker.start()
+    wait_until(lambda: hasher._proc is not None)
+    hasher.stop()
+    worker.join(30)
+    assert got == [[None, None]]
+    assert hasher.digests([small / "b.bin"]) == [None]
 
 
 def test_a_hash_not_done_when_finish_stops_waiting_is_left_unknown(root, tmp_path, monkeypatch):
@@ -119,7 +145,7 @@ def test_a_hash_not_done_when_finish_stops_waiting_is_left_unknown(root, tmp_pat
     real = checkpoints.listing
     t = Tracker(dir=root, name="late-hash", system=False).start()
     monkeypatch.setattr(
-        checkpoints, "listing", lambda path: (t._checkpoints._give_up.wait(30), real(path))[1]
+        checkpoints, "listing", lambda path: (t._checkpoints._hasher.stopped.wait(30), real(path))[1]
     )
     t.log_checkpoint(_save(tmp_path / "c", {"model.safetensors": b"x" * 10}), step=1)
     t.finish()

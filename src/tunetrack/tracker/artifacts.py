@@ -16,7 +16,7 @@ from .._warnings import warn_once
 from ..errors import one_line
 from ..writer import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
 from .checkpoints import kind_of
-from .files import listing, local, lowest_priority, sha256
+from .files import Hasher, listing, local, lowest_priority
 
 #: what a run's event names an artifact's kind by (``kind`` names the event)
 KIND_KEY = "type"
@@ -92,9 +92,12 @@ class Artifacts:
             path = local(location)
             files = []
             if path is not None and digest is None:
-                for rel, size in listing(path):
-                    full = path if path.is_file() else path / rel
-                    files.append((FileEntry(rel, size, sha256(full) or ""), full))
+                listed = [(rel, size, path if path.is_file() else path / rel) for rel, size in listing(path)]
+                digests = Hasher().digests([full for _, _, full in listed])
+                files = [
+                    (FileEntry(rel, size, d or ""), full)
+                    for (rel, size, full), d in zip(listed, digests, strict=True)
+                ]
                 kind = kind or kind_of([f.name for f, _ in files])
             reference = (
                 (os.path.abspath(location) if path is not None else location) if as_reference else None

@@ -3,9 +3,9 @@ if the caller said it, and the metrics at that step), then, off the training thr
 (``checkpoint_files``: each file's size and SHA-256, and the kind its files say) and, once rotation (``save_total_limit``) removed it, ``checkpoint_deleted``.
 A reader joins the three by location (``reader.checkpoints``): a checkpoint is never forgotten.
 
-Hashing runs on a thread of its own (``hashlib`` releases the interpreter lock over large buffers),
-never on the caller's or the writer's: a save is never delayed by it, and neither are the run's
-metrics. ``finish()`` waits for it up to ``HASH_WAIT`` seconds; a file not hashed by then is recorded
+Hashing runs in a process of its own (``files.Hasher``), driven by a thread of its own, never on the
+caller's or the writer's thread: a save is never delayed by it, nor the run's metrics, nor the training
+thread by the interpreter lock. ``finish()`` waits for it up to ``HASH_WAIT`` seconds; a file not hashed by then is recorded
 with its size alone.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._warnings import warn_once
-from .files import listing, local, lowest_priority, sha256
+from .files import Hasher, listing, local, lowest_priority
 
 #: the kinds of checkpoint, from the files it holds
 ADAPTER, MODEL, STATE, FILES = "adapter", "model", "state", "files"
@@ -50,8 +50,8 @@ class Checkpoints:
         self._jobs: queue.Queue[tuple[int, str, Path] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._live: dict[str, int] = {}  # location -> step, of checkpoints not yet seen deleted
-        #: set once ``close``'s wait ran out: the files not hashed yet are recorded with their size
-        self._give_up = threading.Event()
+        #: stopped once ``close``'s wait ran out: the files not hashed yet are recorded with their size
+        self._hasher = Hasher()
         self._lock = threading.Lock()
 
     def record(self, location: str, step: int, kind: str | None, metrics: Mapping[str, Any] | None) -> None:
@@ -85,7 +85,7 @@ class Checkpoints:
         if self._thread is not None:
             self._jobs.put(None)
             self._thread.join(HASH_WAIT if wait is None else wait)
-            self._give_up.set()
+            self._hasher.stop()
             self._thread.join()  # what is left is listing files and sending their sizes
         self.sweep()
 
@@ -99,20 +99,17 @@ class Checkpoints:
         while (job := self._jobs.get()) is not None:
             step, location, path = job
             try:
-                files = [self._file(path, name, size) for name, size in listing(path)]
+                listed = listing(path)
+                digests = self._hasher.digests([path if path.is_file() else path / n for n, _ in listed])
             except FileNotFoundError:  # removed while hashed (rotation): marked deleted by ``sweep``
                 continue
             except OSError as exc:  # unreadable: recorded without its files
                 warn_once(f"checkpoint:{location}", f"checkpoint {location} could not be read: {exc!r}")
                 continue
+            # a digest None: not hashed before ``close``'s wait ran out
+            files: list[dict[str, Any]] = [
+                {"name": n, "size": size, "sha256": d} for (n, size), d in zip(listed, digests, strict=True)
+            ]
             total = sum(f["size"] for f in files)
             kind = kind_of([f["name"] for f in files])
             self._event("checkpoint_files", step=step, path=location, files=files, bytes=total, type=kind)
-
-    def _file(self, root: Path, name: str, size: int) -> dict[str, Any]:
-        """A file's name, size and SHA-256 (None once ``close``'s wait ran out)."""
-        return {
-            "name": name,
-            "size": size,
-            "sha256": sha256(root if root.is_file() else root / name, self._give_up),
-        }

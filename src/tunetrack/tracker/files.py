@@ -1,16 +1,16 @@
 """The files a run produced or used, as the Tracker's background threads read them: where a location
-is on this machine, what a folder holds, each file's SHA-256, and the CPU priority such reading runs
-at (checkpoints and artifacts share them)."""
+is on this machine, what a folder holds, each file's SHA-256 (hashed in a process of its own), and the
+CPU priority such work runs at (checkpoints and artifacts share them)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
+import subprocess
+import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-
-_CHUNK = 1 << 20
 
 
 def local(location: str) -> Path | None:
@@ -38,16 +38,65 @@ def _raise(exc: OSError) -> None:
     raise exc
 
 
-def sha256(path: Path, stop: threading.Event | None = None) -> str | None:
-    """The file's SHA-256 (``hashlib`` releases the interpreter lock over large buffers, so training's
-    threads run meanwhile); None if ``stop`` was set before the end."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while stop is None or not stop.is_set():
-            if not (chunk := f.read(_CHUNK)):
-                return h.hexdigest()
-            h.update(chunk)
-    return None
+#: the hasher process: reads paths (each ended by a NUL byte) on stdin, writes each file's SHA-256 (or
+#: ``!`` where it cannot be read) a line as soon as it is done, at the lowest CPU priority
+_HASHER = """
+import hashlib, os, sys
+os.nice(19)
+for name in sys.stdin.buffer.read().split(b"\\0")[:-1]:
+    try:
+        with open(name, "rb") as f:
+            print(hashlib.file_digest(f, "sha256").hexdigest(), flush=True)
+    except OSError:
+        print("!", flush=True)
+"""
+
+
+class Hasher:
+    """SHA-256 of files in a process of its own. Not a thread of the training process: a thread
+    hashing at the lowest priority still takes the interpreter lock between reads, and when the
+    machine is busy the training thread then waits on it (the lock is handed to a thread the OS seldom
+    runs). A process shares no lock, and ``stop`` ends it at once."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+        #: set by ``stop``: no file is hashed any more
+        self.stopped = threading.Event()
+
+    def digests(self, paths: Sequence[Path]) -> list[str | None]:
+        """Each file's SHA-256, in order; None for those not hashed because ``stop`` came first.
+        Raises ``FileNotFoundError`` where a file could not be read (removed meanwhile)."""
+        with self._lock:
+            if self.stopped.is_set():
+                return [None] * len(paths)
+            proc = self._proc = subprocess.Popen(
+                [sys.executable, "-c", _HASHER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(b"".join(os.fsencode(p) + b"\0" for p in paths))
+            proc.stdin.close()
+            out: list[str | None] = [line.decode().strip() for line in proc.stdout]
+        except (BrokenPipeError, OSError):  # stopped while it worked
+            out = []
+        finally:
+            proc.wait()
+            with self._lock:
+                self._proc = None
+        if "!" in out:
+            raise FileNotFoundError(f"could not read {paths[out.index('!')]}")
+        return out + [None] * (len(paths) - len(out))
+
+    def stop(self) -> None:
+        """End the hashing under way (its files are left unhashed) and any later one."""
+        with self._lock:
+            self.stopped.set()
+            if self._proc is not None:
+                self._proc.kill()
 
 
 def lowest_priority() -> None:

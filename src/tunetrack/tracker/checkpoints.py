@@ -5,8 +5,8 @@ A reader joins the three by location (``reader.checkpoints``): a checkpoint is n
 
 Hashing runs in a process of its own (``files.Hasher``), driven by a thread of its own, never on the
 caller's or the writer's thread: a save is never delayed by it, nor the run's metrics, nor the training
-thread by the interpreter lock. ``finish()`` waits for it up to ``HASH_WAIT`` seconds; a file not hashed by then is recorded
-with its size alone.
+thread by the interpreter lock. ``finish()`` waits for it up to ``HASH_WAIT`` seconds; a file not
+hashed by then is recorded with its size alone.
 """
 
 from __future__ import annotations

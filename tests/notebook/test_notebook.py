@@ -77,7 +77,8 @@ def test_show_finds_runs_and_projects_and_says_what_is_missing(root):
 
         ids = []
         for name, loss in (("a", 1.0), ("b", 2.0)):
-            t = Tracker(dir={str(root)!r}, project="p", name=name, system=False).start()
+            # ids that start with the project's name: "p" still names the project, not a run
+            t = Tracker(dir={str(root)!r}, project="p", name=name, id=f"p{{name}}0001", system=False).start()
             t.log({{"loss": loss}}, step=1)
             t.finish()
             ids.append(t.id)

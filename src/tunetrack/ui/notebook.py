@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import metric_keys
-from ..errors import RunNotFound
+from ..errors import AmbiguousRun, RunNotFound
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
 from ..reader.as_text import samples_text
 from ..states import State
@@ -173,14 +173,29 @@ def show(
             raise RunNotFound("this tracker has not started its run yet: log something first")
         runs = [open_run(what.id, dir=_store_of(what))]
     else:
-        ref = str(what)
-        try:
-            runs = [open_run(ref, dir=dir)]
-        except RunNotFound:
-            runs = list_runs(dir, project=ref)
-            if not runs:
-                raise RunNotFound(f"no run or project {ref!r} in the store") from None
+        runs = _named(str(what), dir)
     return _panel_class()(runs, keys, interval)
+
+
+def _named(ref: str, dir: str | os.PathLike[str] | None) -> list[Run]:
+    """The runs ``ref`` names: the run of that id or name; else the project of that name (a project
+    ``p`` is not the run whose id happens to start with ``p``); else the run whose id starts so."""
+    found: Run | None = None
+    failed: Exception | None = None
+    try:
+        found = open_run(ref, dir=dir)
+    except (RunNotFound, AmbiguousRun) as exc:
+        failed = exc
+    if found is not None and ref in (found.id, found.name):
+        return [found]
+    project = list_runs(dir, project=ref)
+    if project:
+        return project
+    if found is not None:
+        return [found]
+    if isinstance(failed, AmbiguousRun):
+        raise failed
+    raise RunNotFound(f"no run or project {ref!r} in the store")
 
 
 def _store_of(tracker: Any) -> str | os.PathLike[str] | None:

@@ -129,7 +129,13 @@ def test_the_hasher_is_a_process_of_its_own_that_stop_ends_at_once(tmp_path):
     got: list = []
     worker = threading.Thread(target=lambda: got.append(hasher.digests([big, small / "b.bin"])))
     worker.start()
-    wait_until(lambda: hasher._proc is not None)
+    pid = hasher._proc.pid  # the one process hashed the small files too: kept between batches
+
+    def hashing_big() -> bool:  # the process has the big file open: stop comes mid-file
+        fds = Path(f"/proc/{pid}/fd")
+        return any(os.readlink(fd) == str(big) for fd in fds.iterdir() if fd.is_symlink())
+
+    wait_until(hashing_big)
     hasher.stop()
     worker.join(30)
     assert got == [[None, None]]

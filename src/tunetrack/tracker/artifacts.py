@@ -38,6 +38,7 @@ class Artifacts:
         self._event = event
         self._pool: ThreadPoolExecutor | None = None
         self._store: ArtifactStore | None = None
+        self._hasher = Hasher()  # its process starts at the first files to hash
 
     def store(self) -> ArtifactStore:
         dir, _ = self._where()
@@ -93,7 +94,7 @@ class Artifacts:
             files = []
             if path is not None and digest is None:
                 listed = [(rel, size, path if path.is_file() else path / rel) for rel, size in listing(path)]
-                digests = Hasher().digests([full for _, _, full in listed])
+                digests = self._hasher.digests([full for _, _, full in listed])
                 files = [
                     (FileEntry(rel, size, d or ""), full)
                     for (rel, size, full), d in zip(listed, digests, strict=True)
@@ -137,6 +138,7 @@ class Artifacts:
         """Wait for the artifacts still being stored: a user who logged one wants it kept."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+        self._hasher.stop()
 
 
 def _event_data(version: ArtifactVersion) -> dict[str, Any]:

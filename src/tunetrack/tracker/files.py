@@ -38,25 +38,33 @@ def _raise(exc: OSError) -> None:
     raise exc
 
 
-#: the hasher process: reads paths (each ended by a NUL byte) on stdin, writes each file's SHA-256 (or
-#: ``!`` where it cannot be read) a line as soon as it is done, at the lowest CPU priority
+#: the hasher process, one per run for as long as it has files to hash: reads paths, each ended by a
+#: NUL byte (an empty one ends a batch), and writes a line for each file as soon as it is hashed (its
+#: SHA-256, or ``!`` where it cannot be read), then ``.`` for the batch; at the lowest CPU priority
 _HASHER = """
 import hashlib, os, sys
 os.nice(19)
-for name in sys.stdin.buffer.read().split(b"\\0")[:-1]:
-    try:
-        with open(name, "rb") as f:
-            print(hashlib.file_digest(f, "sha256").hexdigest(), flush=True)
-    except OSError:
-        print("!", flush=True)
+pending = b""
+while chunk := sys.stdin.buffer.read1(65536):
+    *names, pending = (pending + chunk).split(b"\\0")
+    for name in names:
+        if not name:
+            print(".", flush=True)
+            continue
+        try:
+            with open(name, "rb") as f:
+                print(hashlib.file_digest(f, "sha256").hexdigest(), flush=True)
+        except OSError:
+            print("!", flush=True)
 """
 
 
 class Hasher:
-    """SHA-256 of files in a process of its own. Not a thread of the training process: a thread
+    """SHA-256 of files in a process of its own, started at the first files and kept for the next
+    ones (a save every few steps pays no start-up). Not a thread of the training process: a thread
     hashing at the lowest priority still takes the interpreter lock between reads, and when the
     machine is busy the training thread then waits on it (the lock is handed to a thread the OS seldom
-    runs). A process shares no lock, and ``stop`` ends it at once."""
+    runs). A process shares no lock, and ``stop`` ends it at once. One caller at a time."""
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
@@ -70,23 +78,23 @@ class Hasher:
         with self._lock:
             if self.stopped.is_set():
                 return [None] * len(paths)
-            proc = self._proc = subprocess.Popen(
-                [sys.executable, "-c", _HASHER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
+            if self._proc is None:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-c", _HASHER],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            proc = self._proc
         assert proc.stdin is not None and proc.stdout is not None
+        out: list[str | None] = []
         try:
-            proc.stdin.write(b"".join(os.fsencode(p) + b"\0" for p in paths))
-            proc.stdin.close()
-            out: list[str | None] = [line.decode().strip() for line in proc.stdout]
-        except (BrokenPipeError, OSError):  # stopped while it worked
-            out = []
-        finally:
-            proc.wait()
-            with self._lock:
-                self._proc = None
+            proc.stdin.write(b"".join(os.fsencode(p) + b"\0" for p in paths) + b"\0")
+            proc.stdin.flush()
+            while (line := proc.stdout.readline().decode().strip()) not in (".", ""):
+                out.append(line)
+        except OSError:  # stopped while it worked (a broken pipe)
+            pass
         if "!" in out:
             raise FileNotFoundError(f"could not read {paths[out.index('!')]}")
         return out + [None] * (len(paths) - len(out))
@@ -97,6 +105,7 @@ class Hasher:
             self.stopped.set()
             if self._proc is not None:
                 self._proc.kill()
+                self._proc.wait()
 
 
 def lowest_priority() -> None:

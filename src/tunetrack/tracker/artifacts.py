@@ -16,7 +16,7 @@ from .._warnings import warn_once
 from ..errors import one_line
 from ..writer import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
 from .checkpoints import kind_of
-from .files import Hasher, listing, local, lowest_priority
+from .files import Hasher, listing, local
 
 #: what a run's event names an artifact's kind by (``kind`` names the event)
 KIND_KEY = "type"
@@ -70,7 +70,7 @@ class Artifacts:
             raise FileNotFoundError(f"no file or folder {location!r} to log as an artifact")
         store = self.store()
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, "tunetrack-artifacts", initializer=lowest_priority)
+            self._pool = ThreadPoolExecutor(1, "tunetrack-artifacts")
         as_reference = path is None or bool(reference)
         return self._pool.submit(
             self._log, store, location, step, name, kind, aliases, as_reference, metadata, digest, used

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._warnings import warn_once
-from .files import Hasher, listing, local, lowest_priority
+from .files import Hasher, listing, local
 
 #: the kinds of checkpoint, from the files it holds
 ADAPTER, MODEL, STATE, FILES = "adapter", "model", "state", "files"
@@ -95,7 +95,6 @@ class Checkpoints:
             self._thread.start()
 
     def _run(self) -> None:
-        lowest_priority()
         while (job := self._jobs.get()) is not None:
             step, location, path = job
             try:

@@ -4,7 +4,6 @@ CPU priority such work runs at (checkpoints and artifacts share them)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
@@ -106,10 +105,3 @@ class Hasher:
             if self._proc is not None:
                 self._proc.kill()
                 self._proc.wait()
-
-
-def lowest_priority() -> None:
-    """Run the calling thread at the lowest CPU priority (Linux: a thread is a task of its own), so
-    that on a CPU-bound machine training's threads come first."""
-    with contextlib.suppress(AttributeError, OSError):  # not on every platform
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)

@@ -463,7 +463,7 @@ class Tracker:
         """Record a checkpoint saved at ``step`` (default: the current step) in ``path`` (a folder, a
         file, or a URL such as ``s3://...``): its kind (``adapter``, ``model``, ``state``; from its
         files when not given) and the metrics it was evaluated with. Each file's size and SHA-256 are
-        computed on a thread of their own, never delaying the save; a checkpoint later removed (a
+        computed in a process of their own, never delaying the save; a checkpoint later removed (a
         Trainer's ``save_total_limit``) is marked deleted. ``tunetrack checkpoints RUN`` lists them."""
         try:
             if self._recording():

@@ -282,8 +282,8 @@ def test_a_resume_that_names_the_parent_forks_it_instead(root):
     [
         ("nope@5", "fork_from='nope@5': no run 'nope' in "),
         ("parent@21", "fork_from='parent@21': run {id} ends at step 20, before step 21"),
-        ("parent@x", "fork_from='parent@x': the step after '@' must be an integer (RUN@STEP)"),
-        ("parent@-1", "fork_from='parent@-1': the step must be 0 or more"),
+        ("parent@x", "fork_from='parent@x': the step after '@' must be an integer of 0 or more (RUN@STEP)"),
+        ("parent@-1", "fork_from='parent@-1': the step after '@' must be an integer of 0 or more (RUN@STEP)"),
         ("empty@0", "fork_from='empty@0': run {empty} has no logged step to fork from"),
     ],
 )

@@ -11,7 +11,7 @@ import os
 
 from ..errors import CheckpointNotFound, TunetrackError, one_line
 from ..reader.checkpoints import Checkpoint
-from ..reader.find import all_runs, find_run, store_at
+from ..reader.find import all_runs, find_run, split_run_step, store_at
 from ..store.evaluations import CheckpointRef
 
 
@@ -42,9 +42,10 @@ def resolve(
 
 
 def _by_step(dir: str | os.PathLike[str] | None, spec: str) -> CheckpointRef:
-    ref, at, step_text = spec.rpartition("@")
-    if not at:
-        ref, step_text = spec, ""
+    try:
+        ref, step = split_run_step(spec)
+    except ValueError as exc:
+        raise CheckpointNotFound(f"checkpoint {exc}") from None
     try:
         run = find_run(store_at(dir), ref)
     except TunetrackError as exc:
@@ -52,14 +53,8 @@ def _by_step(dir: str | os.PathLike[str] | None, spec: str) -> CheckpointRef:
     found = run.checkpoints()
     if not found:
         raise CheckpointNotFound(f"checkpoint {spec!r}: run {run.id} ({run.name}) recorded no checkpoint")
-    if not step_text:
+    if step is None:
         return _ref(found[-1])
-    try:
-        step = int(step_text)
-    except ValueError:
-        raise CheckpointNotFound(
-            f"checkpoint {spec!r}: the step after '@' must be an integer (RUN@STEP)"
-        ) from None
     at_step = [c for c in found if c.step == step]
     if not at_step:
         steps = ", ".join(str(c.step) for c in found)

@@ -10,30 +10,18 @@ import os
 from typing import Any
 
 from ..errors import InvalidFork, TunetrackError, one_line
-from ..reader.find import find_run, store_at
+from ..reader.find import find_run, split_run_step, store_at
 from ..store.forks import ForkRef
-
-
-def parse(spec: str) -> tuple[str, int | None]:
-    """``RUN@STEP`` as (run, step); ``RUN`` alone as (run, None): its last step. A run's name may hold
-    ``@``, so the step is what follows the last one."""
-    ref, at, step = spec.rpartition("@")
-    if not at:
-        return spec, None
-    try:
-        number = int(step)
-    except ValueError:
-        raise InvalidFork(f"fork_from={spec!r}: the step after '@' must be an integer (RUN@STEP)") from None
-    if number < 0:
-        raise InvalidFork(f"fork_from={spec!r}: the step must be 0 or more")
-    return ref, number
 
 
 def resolve(dir: str | os.PathLike[str], spec: str) -> tuple[ForkRef, dict[str, Any]]:
     """The reference a fork of ``spec`` stores (the parent's id, the step), and the parent's config.
     Raises ``InvalidFork`` (one line) for a run the store does not hold (or names ambiguously), a run
     with no step logged, or a step past its last one."""
-    ref, step = parse(spec)
+    try:
+        ref, step = split_run_step(spec)
+    except ValueError as exc:
+        raise InvalidFork(f"fork_from={exc}") from None
     if not ref:
         raise InvalidFork(f"fork_from={spec!r} names no run (RUN@STEP)")
     try:

@@ -29,6 +29,22 @@ def run_exists(dir: str | os.PathLike[str] | None, run_id: str) -> bool:
     return store_at(dir).run(run_id) is not None
 
 
+def split_run_step(spec: str) -> tuple[str, int | None]:
+    """``RUN@STEP`` (a checkpoint, a branch point) as (run, step); ``RUN`` alone as (run, None). A
+    run's name may hold ``@``, so the step is what follows the last one. ``ValueError`` (one line)
+    for a step that is no integer of 0 or more."""
+    ref, at, step = spec.rpartition("@")
+    if not at:
+        return spec, None
+    try:
+        number = int(step)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValueError(f"{spec!r}: the step after '@' must be an integer of 0 or more (RUN@STEP)")
+    return ref, number
+
+
 def all_runs(store: Store) -> list[Run]:
     """Every run of the store. What was read of ended runs is handed back to the store for the next
     listing (``listing_cache.entry``): a folder of 10,000 runs is then one file and one directory."""

@@ -24,7 +24,7 @@ from .. import settings
 from ..errors import RunNotFound, TunetrackError
 from ..store.artifacts import ArtifactStore, ArtifactVersion, FileEntry, digest_of
 from .checkpoints import Checkpoint
-from .find import all_runs, find_run, store_at
+from .find import all_runs, find_run, split_run_step, store_at
 from .run import Run
 
 RUN, ARTIFACT, CHECKPOINT = "run", "artifact", "checkpoint"
@@ -192,8 +192,8 @@ def lineage(ref: str, dir: str | os.PathLike[str] | None = None) -> tuple[Graph,
 def find_node(g: Graph, ref: str, run_of: Callable[[str], Run]) -> str:
     """The node ``ref`` names: ``name:v3`` or ``name:alias`` (an artifact), ``RUN@STEP`` (a
     checkpoint), or a run; an artifact's bare name is its latest version."""
-    if "@" in ref:
-        run_ref, _, step = ref.rpartition("@")
+    run_ref, step = split_run_step(ref)
+    if step is not None:
         run = run_of(run_ref)
         node = f"{CHECKPOINT}:{run.id}@{step}"
         if node not in g.nodes:

@@ -1,4 +1,4 @@
-"""Edits of a run after it was created: a new name, tags added or removed, a note.
+"""Edits of a run after it was created: a new name, tags added or removed, a note, a request to stop.
 
 ``run.json`` is written once by the process that created the run, and every process writes only its
 own files, so an edit is never a change to an existing file: it is a small immutable record of its
@@ -9,6 +9,11 @@ compose (each adds and removes what it names); notes accumulate.
 
 What an edit may say is checked here, once, for every way of making one (``tunetrack tag``/``rename``/
 ``note``, ``Tracker.name = ...``, ``Tracker.add_tags``).
+
+A stop request (``tunetrack stop``, the dashboard's Stop button, an agent, a rule) is an edit too: it
+reaches a live run through its store, folder or bucket alike, without knowing where the run's process
+is; the run's writer looks for one (``ProcessWriter.edits``) and its adapter stops training cleanly.
+Only the first request counts: it says who stopped the run and why.
 """
 
 from __future__ import annotations
@@ -74,22 +79,48 @@ def new_edit(
     add: Sequence[str] = (),
     remove: Sequence[str] = (),
     note: str | None = None,
+    stop: str | None = None,
     at: float | None = None,
+    by: str | None = None,
 ) -> dict[str, Any]:
-    """The record of one edit, checked, stamped with the time and who made it (``user@host``)."""
-    body: dict[str, Any] = {"time": time.time() if at is None else at, "by": _author()}
+    """The record of one edit, checked, stamped with the time and who made it (``by``, else
+    ``user@host``). ``stop`` asks the run to stop, for that reason (``""``: none given)."""
+    body: dict[str, Any] = {"time": time.time() if at is None else at, "by": by or author()}
     if name is not None:
         body["name"] = check_name(name)
     if add or remove:
         body["tags"] = {"add": [check_tag(t) for t in add], "remove": [check_tag(t) for t in remove]}
     if note is not None:
         body["note"] = check_note(note)
+    if stop is not None:
+        body["stop"] = check_reason(stop)
     if len(body) == 2:
         raise ValueError("an edit must change something")
     return body
 
 
-def _author() -> str:
+def check_reason(reason: object) -> str:
+    """Why a run is asked to stop: one line of text, possibly empty."""
+    if not isinstance(reason, str):
+        raise ValueError(f"a reason is text, not {type(reason).__name__}")
+    text = reason.strip()
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"a reason is one line: {reason!r}")
+    return text
+
+
+def stop_request(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The stop request an edit's body makes (``{"time", "by", "reason"}``), or None."""
+    if "stop" not in body:
+        return None
+    try:
+        return {"time": float(body["time"]), "by": body.get("by"), "reason": check_reason(body["stop"])}
+    except (ValueError, TypeError):
+        return None
+
+
+def author() -> str:
+    """Who makes an edit from this process: ``user@host``."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # a uid without a passwd entry (containers)
@@ -99,13 +130,15 @@ def _author() -> str:
 
 @dataclass
 class Identity:
-    """What a run is called after its edits: name, tags, notes (``{"time", "by", "text"}``), and the
-    edits themselves in the order they were applied."""
+    """What a run is called after its edits: name, tags, notes (``{"time", "by", "text"}``), the first
+    request to stop it (``{"time", "by", "reason"}``), and the edits themselves in the order they were
+    applied."""
 
     name: str | None
     tags: list[str]
     notes: list[dict[str, Any]] = field(default_factory=list)
     edits: list[dict[str, Any]] = field(default_factory=list)
+    stop: dict[str, Any] | None = None
 
 
 def fold(run_json: dict[str, Any], edits: Iterable[tuple[str, dict[str, Any]]]) -> Identity:
@@ -134,8 +167,13 @@ def _apply(identity: Identity, body: dict[str, Any]) -> bool:
         added = [check_tag(t) for t in changes.get("add") or []]
         removed = {check_tag(t) for t in changes.get("remove") or []}
         note = check_note(body["note"]) if "note" in body else None
+        stop = stop_request(body) if "stop" in body else None
     except (ValueError, AttributeError, TypeError):
         return False
+    if "stop" in body and stop is None:
+        return False
+    if stop is not None and identity.stop is None:
+        identity.stop = stop
     if name is not None:
         identity.name = name
     identity.tags = [t for t in identity.tags if t not in removed]
@@ -145,4 +183,15 @@ def _apply(identity: Identity, body: dict[str, Any]) -> bool:
     return True
 
 
-__all__ = ["Identity", "check_name", "check_note", "check_tag", "fold", "new_edit", "tag_changes"]
+__all__ = [
+    "Identity",
+    "author",
+    "check_name",
+    "check_note",
+    "check_reason",
+    "check_tag",
+    "fold",
+    "new_edit",
+    "stop_request",
+    "tag_changes",
+]

@@ -36,6 +36,10 @@ class RunInUse(TunetrackError):
     """The run is still being written (``tunetrack rm`` without ``--force``)."""
 
 
+class RunNotRunning(TunetrackError):
+    """A run that has ended was asked to stop (``tunetrack stop``)."""
+
+
 class InvalidValue(TunetrackError, TypeError):
     """A logged value tunetrack cannot store (raised only with ``strict=True``)."""
 

@@ -97,6 +97,13 @@ def upload_interval(interval: float | None = None) -> float:
     return max(interval or _float("TUNETRACK_UPLOAD_INTERVAL", 10.0), 0.1)
 
 
+def control_interval() -> float:
+    """Seconds between two looks of a live run's process for a request to stop it
+    (``$TUNETRACK_CONTROL_INTERVAL``, else 2): a folder's run reads its edit files, a bucket's lists
+    its edits' index entries (one short LIST)."""
+    return max(_float("TUNETRACK_CONTROL_INTERVAL", 2.0), 0.05)
+
+
 def upload_timeout() -> float:
     """How long ``finish()`` waits for the last upload (``$TUNETRACK_UPLOAD_TIMEOUT``, else 30 s);
     what is left waits in the spool for ``tunetrack sync``."""

@@ -1,6 +1,6 @@
 """Run states: the one vocabulary every writer, reader, command and page uses.
 
-A process records how it ended (``finished``, ``failed``, ``killed``) in its end record; ``running``
+A process records how it ended (``finished``, ``failed``, ``killed``, ``stopped``) in its end record; ``running``
 and ``crashed`` are never written, they are what a reader concludes from a process that has no end
 record yet (alive, or silent past the staleness limit). ``State`` members are the strings stored and
 shown, so they compare equal to a state read back from a file, and JSON writes them as they are.
@@ -19,6 +19,10 @@ class State(StrEnum):
     FAILED = "failed"
     KILLED = "killed"
     CRASHED = "crashed"
+    #: ended early because someone (``tunetrack stop``, the dashboard, an agent) or a rule asked it to:
+    #: its adapter stopped training the way the framework stops cleanly; who asked and why is the
+    #: run's stop request (``edits.Identity.stop``)
+    STOPPED = "stopped"
 
 
 #: Every state a run can be in, as the strings a user types (``--state``, ``state = 'failed'``).

@@ -8,6 +8,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``producing``: ``artifacts``, ``lineage``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
+- ``steering``: ``run``, ``stop``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``
 
@@ -40,6 +41,7 @@ from .reading import (
     show_command,
 )
 from .serving import ui_command, watch_command
+from .steering import stop_command
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,6 +75,7 @@ for _command in (
     sync_command,
     sync_backend_command,
     import_group,
+    stop_command,
     watch_command,
     ui_command,
 ):

@@ -50,6 +50,7 @@ STATE_STYLE: dict[str, str] = {
     State.FAILED: "red",
     State.KILLED: "yellow",
     State.CRASHED: "magenta",
+    State.STOPPED: "blue",
 }
 
 

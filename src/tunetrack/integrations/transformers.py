@@ -9,7 +9,10 @@ Trainer events onto the core ``Tracker``. What it must get right is the Trainer'
 - ``predict()`` never fires ``on_log``, so ``on_predict`` records its metrics;
 - a resumed ``train(resume_from_checkpoint=...)`` restores ``state.global_step`` before
   ``on_train_begin``: the run id kept in ``output_dir`` re-attaches, and the tracker rewinds;
-- in a hyperparameter search the same callback serves every trial: one run per trial.
+- in a hyperparameter search the same callback serves every trial: one run per trial;
+- a run asked to stop (``tunetrack stop``, the dashboard, a rule) stops the way the Trainer stops
+  early: ``on_step_end`` sets ``should_save`` and ``should_training_stop``, on every rank at the same
+  step (``support.stopping``), so a checkpoint is saved and ``train()`` returns.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ..values import is_number
 from .support import inputs
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
+from .support.stopping import agreed
 from .support.throughput import Throughput
 from .support.trials import Trial, Trials, mark_pruned
 
@@ -274,6 +278,10 @@ class TunetrackCallback(TrainerCallback):
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if getattr(args, "log_completions", False) and self._recording and state.is_world_process_zero:
             self._collect_completions(args)
+        asked = self._recording and self.tracker is not None and self.tracker.should_stop
+        if agreed(asked, getattr(args, "device", None)) and not control.should_training_stop:
+            control.should_save = True  # a checkpoint to resume from, as the Trainer's early stopping
+            control.should_training_stop = True
 
     # -- what a framework built on the Trainer changes (ms-swift's callback overrides these) ----------
     def _row(self, logs: dict[str, Any], state: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Changing runs after the fact: rename, tag, note (edits: ``tunetrack.edits``) and delete.
+"""Changing runs after the fact: rename, tag, note, ask to stop (edits: ``tunetrack.edits``) and delete.
 
 An edit adds a record to the run (``store.layout``) and changes no file of it, so it is safe while the
 run is still being written and while others edit it too. Deleting removes the run and everything of
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..edits import new_edit
-from ..errors import RunInUse
+from ..errors import RunInUse, RunNotRunning
 from ..reader import Run
 from ..reader.find import find_run, named, store_at
 from ..states import State
@@ -36,6 +36,23 @@ def tag_run(ref: str, add: Sequence[str] = (), remove: Sequence[str] = (), dir: 
 def note_run(ref: str, text: str, dir: Dir = None) -> Run:
     """Add a note to a run (notes accumulate, each with its time and author)."""
     return _edit(ref, dir, note=text)
+
+
+def stop_run(ref: str, reason: str = "", dir: Dir = None, by: str | None = None) -> Run:
+    """Ask the live run ``ref`` names to stop (who asks: ``by``, else ``user@host``; why:
+    ``reason``). Its process finds the request within ``settings.control_interval()`` seconds and its
+    adapter stops training cleanly; the run then ends ``stopped``. A run that is not running is
+    refused (``RunNotRunning``): there is nothing to stop. Asking twice changes nothing: the first
+    request says who stopped the run."""
+    store = store_at(dir)
+    run = find_run(store, ref)
+    if run.state != State.RUNNING:
+        raise RunNotRunning(f"run {run.id} ({run.name}) is {run.state}: there is nothing to stop")
+    if run.stop_request is None:
+        body = new_edit(stop=reason, by=by)
+        store.put_edit(run.id, layout.edit_name(body["time"]), body)
+        run.refresh()
+    return run
 
 
 def _edit(ref: str, dir: Dir, **changes: Any) -> Run:
@@ -88,4 +105,4 @@ def delete_runs(
     return runs
 
 
-__all__ = ["delete_runs", "note_run", "rename_run", "tag_run"]
+__all__ = ["delete_runs", "note_run", "rename_run", "stop_run", "tag_run"]

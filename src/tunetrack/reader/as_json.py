@@ -36,6 +36,7 @@ def run_json(
         "cause": run.cause,
         "tags": run.tags,
         "notes": run.notes,
+        "stop": run.stop_request,
         "created": run.created,
         "ended": run.ended,
         "hosts": run.hosts,

@@ -59,9 +59,17 @@ def when(ts: float | None) -> str:
 
 
 def state(run: Run) -> str:
-    """The run's state, and the known failure its console shows: ``crashed: CUDA out of memory on
-    rank 3``."""
-    return f"{run.state}: {run.failure}" if run.failure else run.state
+    """The run's state, and the known failure its console shows (``crashed: CUDA out of memory on
+    rank 3``) or who stopped it and why (``stopped: by ana@gpu1, loss diverged``; a live run that was
+    asked to: ``running: stop asked by ana@gpu1``)."""
+    if run.failure:
+        return f"{run.state}: {run.failure}"
+    request = run.stop_request
+    if request is not None and run.state in (State.STOPPED, State.RUNNING):
+        asked = "stop asked by" if run.state == State.RUNNING else "by"
+        reason = f", {request['reason']}" if request.get("reason") else ""
+        return f"{run.state}: {asked} {request.get('by') or NONE}{reason}"
+    return run.state
 
 
 def line_text(line: Line, ranks: bool = True) -> str:

@@ -110,6 +110,12 @@ class Run:
         """Notes (``tunetrack note``), oldest first: ``{"time", "by", "text"}``."""
         return list(self._identity.notes)
 
+    @property
+    def stop_request(self) -> dict[str, Any] | None:
+        """Who asked the run to stop, when and why (``{"time", "by", "reason"}``: ``tunetrack stop``,
+        the dashboard, an agent, a rule), or None."""
+        return self._identity.stop
+
     def __repr__(self) -> str:
         return f"Run(id={self.id!r}, name={self.name!r}, project={self.project!r}, state={str(self.state)!r})"
 

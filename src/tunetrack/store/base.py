@@ -133,6 +133,11 @@ class Store(Protocol):
         """Add the edit ``name`` to the run; putting the same edit again changes nothing."""
         ...
 
+    def edits(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, body)`` of every edit of the run, read now: what a live run's process looks at for
+        a request to stop (``tracker.control``), so it reads the fewest objects a store allows."""
+        ...
+
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """Put the run's Parquet copy of ``table``, replacing the one there (whole, never half)."""
         ...

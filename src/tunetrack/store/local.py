@@ -330,6 +330,10 @@ class LocalStore:
         """Add an edit to the run (``write_edit``)."""
         write_edit(self.root / run_id, name, body)
 
+    def edits(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """The run folder's edit files."""
+        return LocalRun(self.root / run_id).edits()
+
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """The run's Parquet copy of ``table``, replaced whole (a run folder that is gone stays gone)."""
         run_dir = self.root / run_id

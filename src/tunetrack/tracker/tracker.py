@@ -21,6 +21,7 @@ from .. import settings
 from .._warnings import warn_once
 from ..backends.base import Backend
 from ..config import capture
+from ..edits import new_edit, stop_request
 from ..errors import InvalidFork, InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
@@ -48,6 +49,7 @@ from .artifacts import Artifacts
 from .checkpoints import Checkpoints
 from .console_capture import ConsoleCapture
 from .console_capture import start as capture_console
+from .control import StopWatch
 from .editing import Labels
 from .launch import job_id, rank_info, role_of
 from .media import Media
@@ -134,6 +136,9 @@ class Tracker:
             strict, self._recording, self._send, self._step_of, self.event, lambda: (self.id, self.run_dir)
         )
         self._checkpoints = Checkpoints(self._event_now)
+        #: the first request to stop the run (``edits.stop_request``), once one was made or found
+        self._stop: dict[str, Any] | None = None
+        self._stop_watch: StopWatch | None = None
         self._artifacts = Artifacts(lambda: (self._store_dir, self.id), self._event_now)
         #: the store's dir (a folder or a URL) once started; None without a store
         self._store_dir: str | None = None
@@ -156,6 +161,47 @@ class Tracker:
     def active(self) -> bool:
         """False on a process that does not record (a non-zero rank), and after ``finish()``."""
         return self._active and not self._finished
+
+    @property
+    def should_stop(self) -> bool:
+        """Whether someone asked this run to stop (``tunetrack stop``, the dashboard, an agent, a rule,
+        ``request_stop``). A training loop that reads it stops at its next step; the adapters do so
+        themselves, the way their framework stops cleanly. The run then ends ``stopped``."""
+        return self._stop is not None
+
+    @property
+    def stop_request(self) -> dict[str, Any] | None:
+        """Who asked the run to stop, when and why (``{"time", "by", "reason"}``), or None."""
+        return self._stop
+
+    def request_stop(self, reason: str = "", by: str | None = None) -> None:
+        """Ask this run to stop: ``should_stop`` turns true here at once, and the request is stored
+        with the run (who asked, ``by``: ``user@host`` by default; why, ``reason``) as ``tunetrack
+        stop`` stores it. Never raises, except in ``strict`` mode for a reason that is not one line."""
+        try:
+            body = new_edit(stop=reason, by=by)
+        except ValueError:
+            if self.strict:
+                raise
+            body = new_edit(stop=" ".join(str(reason).split()), by=by)
+        if self._stop is None and self._recording():
+            self._deliver_edit(body)
+        self._stopped(stop_request(body) or {})
+
+    def _stopped(self, request: dict[str, Any]) -> None:
+        """The run was asked to stop (found in its store by the stop watch, or asked here): recorded
+        as a ``stop`` event, told once on the console."""
+        with self._lock:
+            if self._stop is not None or self._finished:
+                return
+            self._stop = request
+        by, reason = request.get("by") or "?", request.get("reason") or ""
+        self._event_now("stop", self._step, by=by, reason=reason)
+        warn_once(
+            f"stop:{self.id}",
+            f"run {self.id} was asked to stop by {by}" + (f" ({reason})" if reason else "")
+            + ": training stops at the next step where the loop or its adapter looks (Tracker.should_stop)",
+        )
 
     @property
     def step(self) -> int:
@@ -293,6 +339,9 @@ class Tracker:
                 opened.dir,
             )
         writer.start()
+        if self._active and writer.store is not None and self.id is not None:
+            self._stop_watch = StopWatch(writer.store, self.id, self._stopped)
+            self._stop_watch.start()
         self._sampler = self._opts.sampler(ranks, self._log_system)
         if self._sampler is not None:
             self._sampler.start()
@@ -326,7 +375,8 @@ class Tracker:
         """End the run: flush everything, fsync, record the final state. Idempotent.
 
         ``state`` defaults to what the process went through (``failed`` after an uncaught
-        exception, ``killed`` after SIGTERM/SIGINT), else ``finished``.
+        exception, ``killed`` after SIGTERM/SIGINT), else ``stopped`` when the run was asked to stop
+        (``should_stop``), else ``finished``.
         """
         with self._lock:
             if self._finished or not self._started:
@@ -337,6 +387,8 @@ class Tracker:
         exit_hooks.finishing(self)
         last_lines: list[str] = []
         try:
+            if self._stop_watch is not None:
+                self._stop_watch.close()
             if self._sampler is not None:
                 self._sampler.stop()
             if self._console is not None:  # before the writer's last upload, which sends the console too
@@ -347,7 +399,9 @@ class Tracker:
                 return
             self._checkpoints.close()  # the hashes still being computed, then what rotation removed
             self._artifacts.close()
-            state = state or exit_hooks.exit_state(self) or State.FINISHED
+            state = (
+                state or exit_hooks.exit_state(self) or (State.STOPPED if self._stop else State.FINISHED)
+            )
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
             except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop

@@ -95,6 +95,11 @@ class Writer(threading.Thread):
         self._ending = EndAccumulator()  # what the end record will say, folded as blocks are written
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
 
+    @property
+    def store(self) -> Store | None:
+        """The store the run is in, once its files are open (None without a store)."""
+        return self._store
+
     # -- opening the run -----------------------------------------------------------------------------
     def open(self, dir: str | os.PathLike[str] | None, request: RunRequest) -> OpenedRun:
         """Create the run (or re-attach to ``request.id``) and this process's files, before ``start()``

@@ -1,6 +1,7 @@
 """The house rules, checked on the source: every import goes down the layers, never skips one, and no
 two modules import each other (directly or round a loop).
 
+    attach/ (tunetrack run)   -> adapters, tracker, reader
     adapters (integrations/)  -> tracker -> writer -> store
                                            writer -> manage (a run's Parquet copy, at its end)
     cli/, ui/                 -> reader  -> store
@@ -41,7 +42,10 @@ ALLOWED: dict[str, set[str]] = {
         "monitoring",
         "sql",
         "agents",
-    },  # `tunetrack ui`: the dashboard
+        "attach",
+    },  # `tunetrack ui`: the dashboard; `tunetrack run`
+    # `tunetrack run`: a command recorded as a run, the adapters attached inside it with no code change
+    "attach": {"integrations", "tracker", "reader"},
     "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
     "ui": {"reader"},
@@ -74,6 +78,7 @@ CORE = {
     "tunetrack.config.capture",
     "tunetrack.config.tree",
     "tunetrack.config.names",
+    "tunetrack.attach.environment",
 }
 #: the package itself, ``python -m tunetrack`` and ``tunetrack.wandb`` (W&B's API for scripts written for
 #: W&B): entry points for users, that may reach any layer
@@ -201,7 +206,7 @@ def test_the_checks_catch_what_they_are_for():
         "tunetrack.helpers": {"tunetrack.states"},
     }
     assert wrong_way(edges) == [
-        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['agents', 'bridges', 'manage', 'monitoring', 'reader', 'sql', 'ui'])",
+        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['agents', 'attach', 'bridges', 'manage', 'monitoring', 'reader', 'sql', 'ui'])",
         "tunetrack.helpers is in no layer and not in the core (place it, or list it in CORE)",
         "tunetrack.integrations.x -> tunetrack.store.local (integrations may use ['monitoring', 'tracker'])",
         "tunetrack.states -> tunetrack.tracker.tracker (core may use only the core)",

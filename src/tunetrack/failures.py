@@ -9,6 +9,7 @@ the later ones (an out-of-memory error is also a CUDA error, and says more).
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -90,3 +91,14 @@ def cause_line(lines: list[str], found: Found) -> str:
         if raised:
             return raised
     return lines[found.line].strip()
+
+
+def signal_name(code: int) -> str | None:
+    """``SIGKILL`` for a process a signal ended (a negative exit code, as ``subprocess`` reports it),
+    else None."""
+    if code >= 0:
+        return None
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"

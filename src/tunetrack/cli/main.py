@@ -41,7 +41,7 @@ from .reading import (
     show_command,
 )
 from .serving import ui_command, watch_command
-from .steering import stop_command
+from .steering import run_command, stop_command
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,6 +75,7 @@ for _command in (
     sync_command,
     sync_backend_command,
     import_group,
+    run_command,
     stop_command,
     watch_command,
     ui_command,

@@ -10,6 +10,47 @@ from .errors import friendly
 from .options import dir_option, run_argument
 
 
+@click.command("run", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--project", default=None, help="The run's project.")
+@click.option("--name", default=None, help="The run's name.")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option(
+    "--stop-grace",
+    type=click.FloatRange(min=0),
+    default=600,
+    show_default=True,
+    help="Seconds a command whose adapter was asked to stop has to stop by itself before it is sent "
+    "SIGTERM (a command with no adapter gets it at once).",
+)
+@dir_option()
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
+@friendly
+def run_command(
+    project: str | None,
+    name: str | None,
+    tags: tuple[str, ...],
+    stop_grace: float,
+    dir: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run COMMAND and record it as one run, with no change to its code.
+
+    tunetrack run --project sft -- python train.py --lr 3e-4
+
+    Records the command line, everything it and the processes it starts print, the machine's system
+    metrics, the exit code and the duration. Where it trains with the Transformers Trainer (TRL, LLaMA
+    Factory, ms-swift), Accelerate or torchtune, the adapter attaches itself, so metrics, config,
+    checkpoints and samples land in the same run; a launcher's workers (torchrun, accelerate launch)
+    join it too. The run ends as the command did (finished, failed, killed, or stopped by
+    `tunetrack stop`), and the exit code is passed through.
+    """
+    import sys
+
+    from ..attach.command import run_command as run
+
+    sys.exit(run(list(command), project=project, name=name, tags=tags, dir=dir, stop_grace=stop_grace))
+
+
 @click.command("stop")
 @run_argument()
 @click.option("--reason", default="", help="Why (one line): shown with the run's state and in its events.")
@@ -34,15 +75,16 @@ def stop_command(run: str, reason: str, wait: float | None, dir: str | None) -> 
 
     from ..manage import stop_run
     from ..reader.as_text import state
+    from ..states import State
 
     r = stop_run(run, reason, dir=dir)
     click.echo(f"{r.id} ({r.name}): asked to stop; it stops at its next step")
     if wait is None:
         return
     deadline = time.monotonic() + wait
-    while r.state == "running" and time.monotonic() < deadline:
+    while r.state == State.RUNNING and time.monotonic() < deadline:
         time.sleep(0.5)
         r.refresh()
-    if r.state == "running":
+    if r.state == State.RUNNING:
         raise click.ClickException(f"run {r.id} is still running after {wait:g} s")
     click.echo(f"{r.id} ({r.name}): {state(r)}")

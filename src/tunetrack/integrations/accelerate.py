@@ -12,6 +12,11 @@ Each ``accelerator.save_state(...)`` is recorded as a checkpoint (``Tracker.log_
 save-state pre-hook, registered when ``init_trackers`` starts the run, notes the folder and the
 step; Accelerate calls it before it writes, so the checkpoint is recorded at the next ``log()``,
 ``finish()`` or the process's exit, once its files are complete, and hashed from there.
+
+A run asked to stop (``tunetrack stop``) sets the accelerator's trigger at the next ``log()``:
+Accelerate's own way to stop early, which a loop reads with ``accelerator.check_trigger()`` (true on
+every rank at once). A loop that does not read it trains on; under ``tunetrack run`` the command is
+then sent SIGTERM after its grace period.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class TunetrackTracker(GeneralTracker):
         #: the accelerator whose saves are recorded, and the saves begun but not recorded yet
         self._watched: Any = None
         self._saves: list[tuple[str, int, dict[str, Any]]] = []
+        self._stop_set = False  # a stop request was handed to the accelerator's trigger
         #: the step last logged and the row logged at it: a save at that step carries its numbers
         self._logged: tuple[int, Mapping[str, Any]] = (-1, {})
 
@@ -151,6 +157,9 @@ class TunetrackTracker(GeneralTracker):
         run = self._tracker()
         run.log(row, step=step)
         self._logged = (run.step, row)
+        if run.should_stop and not self._stop_set and self._watched is not None:
+            self._stop_set = True
+            self._watched.set_trigger()  # the loop's `accelerator.check_trigger()` agrees on every rank
 
     @on_main_process
     def log_images(self, values: dict[str, Any], step: int | None = None, **kwargs: Any) -> None:

@@ -17,11 +17,20 @@ A recipe that crashes never calls ``close()``. There is deliberately no ``__del_
 any time, on any thread, during interpreter shutdown): the core's exception hook ends the run
 ``failed`` with the traceback, its atexit hook ``finished``, its signal handlers ``killed``, and a
 process that dies without running Python (SIGKILL, OOM killer) reads as ``crashed``.
+
+A run asked to stop (``tunetrack stop``) stops a single-device recipe cleanly: torchtune has no hook
+for it, so the logger finds the recipe among its callers' frames and ends its epoch loop after the
+current step, and the recipe saves its checkpoint and returns as at the end of training. A
+distributed recipe logs on rank 0 only, where the other ranks cannot be told; ``tunetrack run``
+ends such a command with SIGTERM instead (``attach.command``).
+
+Under ``tunetrack run`` the recipe's own metric logger is kept and teed into this one (``teed``).
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -89,6 +98,7 @@ class TunetrackLogger:
         self._saves: SavedFolders | None = None  # once log_config names the checkpointer's output_dir
         #: the step last logged and its row: a checkpoint saved at that step carries its numbers
         self._logged: tuple[int, Mapping[str, Any]] = (-1, {})
+        self._stopping = False  # a stop request was acted on
 
     def log(self, name: str, data: Any, step: int) -> None:
         self.log_dict({name: data}, step)
@@ -106,6 +116,9 @@ class TunetrackLogger:
             self._record_saves()
         self.tracker.log(row, step=step)
         self._logged = (step, row)
+        if self.tracker.should_stop and not self._stopping:
+            self._stopping = True
+            _stop_recipe()
 
     def log_config(self, config: Any) -> None:
         """The resolved config, plus the YAML text as the recipe received it (a text sample).
@@ -142,6 +155,64 @@ class TunetrackLogger:
             if self.tracker.strict:
                 raise
             warn_once("torchtune:checkpoints", f"could not record torchtune's checkpoints: {exc!r}")
+
+
+class Teed:
+    """The recipe's own metric logger and tunetrack's side by side: what ``tunetrack run`` makes of
+    the logger a recipe's config names (``attach.hooks``), so both record everything."""
+
+    def __init__(self, own: Any, ours: TunetrackLogger) -> None:
+        self.own, self.ours = own, ours
+
+    def log(self, name: str, data: Any, step: int) -> None:
+        self.own.log(name, data, step)
+        self.ours.log(name, data, step)
+
+    def log_dict(self, payload: Mapping[str, Any], step: int) -> None:
+        self.own.log_dict(payload, step)
+        self.ours.log_dict(payload, step)
+
+    def log_config(self, config: Any) -> None:
+        self.own.log_config(config)
+        self.ours.log_config(config)
+
+    def close(self) -> None:
+        try:
+            self.own.close()
+        finally:
+            self.ours.close()
+
+
+def teed(own: Any) -> Teed:
+    """``own`` (a recipe's metric logger) teed into a ``TunetrackLogger`` with default options."""
+    return Teed(own, TunetrackLogger())
+
+
+def _stop_recipe() -> None:
+    """End the calling recipe's training after the current step: its epoch loop breaks at the next
+    batch (``max_steps_per_epoch``) and no epoch follows (``total_epochs``), so the recipe saves its
+    checkpoint and returns. Found among the callers' frames: the recipe's ``train`` holds ``self``
+    (the recipe), ``idx`` and ``curr_epoch``. Single-device recipes only (see the module's docstring)."""
+    if rank_info().world_size > 1:
+        warn_once(
+            "torchtune:stop",
+            "a distributed torchtune recipe cannot be stopped from its logger; under `tunetrack run` "
+            "the command is sent SIGTERM after its grace period",
+        )
+        return
+    frame: Any = sys._getframe(2)
+    for _ in range(8):
+        if frame is None:
+            break
+        found = frame.f_locals
+        recipe = found.get("self")
+        if hasattr(recipe, "total_epochs") and hasattr(recipe, "max_steps_per_epoch") and "idx" in found:
+            accumulation = int(getattr(recipe, "_gradient_accumulation_steps", 1) or 1)
+            recipe.max_steps_per_epoch = (int(found["idx"]) + 1) // accumulation
+            recipe.total_epochs = int(found.get("curr_epoch", 0)) + 1
+            return
+        frame = frame.f_back
+    warn_once("torchtune:stop", "the recipe to stop was not found among the logger's callers; it trains on")
 
 
 def _checkpointer_dir(config: Any) -> str | None:

@@ -32,6 +32,7 @@ from ..values import is_number
 from .support import inputs
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
+from .support.options import from_environment
 from .support.stopping import agreed
 from .support.throughput import Throughput
 from .support.trials import Trial, Trials, mark_pruned
@@ -246,10 +247,8 @@ class TunetrackCallback(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
             if self._recording and state.is_world_process_zero:
-                assert self.tracker is not None
-                self.tracker.event(
-                    "stopped", step=state.global_step, reason="non-finite loss or gradient norm"
-                )
+                assert self.tracker is not None  # the run ends stopped, saying why
+                self.tracker.request_stop("non-finite loss or gradient norm", by="on_nan")
 
     def on_evaluate(
         self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None, **kw: Any
@@ -328,6 +327,19 @@ class TunetrackCallback(TrainerCallback):
             except Exception:
                 pass
         return config
+
+
+class ReportedCallback(TunetrackCallback):
+    """What ``report_to="tunetrack"`` (and ``tunetrack run``) adds to a Trainer: Transformers builds it
+    with no argument, so the run's options come from ``TUNETRACK_<KEY>`` variables
+    (``support.options``: ``TUNETRACK_PROJECT``, ``TUNETRACK_NAME``, ``TUNETRACK_TAGS``, ...). A
+    ``TunetrackCallback`` the user added to the same Trainer wins over it (``attach.hooks``)."""
+
+    #: added for the user rather than by them: gives way to their own callback
+    automatic = True
+
+    def __init__(self) -> None:
+        super().__init__(**from_environment())
 
 
 def _recall(args: Any) -> auto_resume.Marker | None:

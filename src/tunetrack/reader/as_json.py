@@ -37,6 +37,7 @@ def run_json(
         "tags": run.tags,
         "notes": run.notes,
         "stop": run.stop_request,
+        "exit_code": run.exit_code,
         "created": run.created,
         "ended": run.ended,
         "hosts": run.hosts,

@@ -72,6 +72,12 @@ def state(run: Run) -> str:
     return run.state
 
 
+def exit_text(code: int) -> str:
+    """A command's exit code as a shell shows it: ``1``; ``137 (SIGKILL)`` for one a signal ended."""
+    name = failures.signal_name(code)
+    return f"{128 - code} ({name})" if name else str(code)
+
+
 def line_text(line: Line, ranks: bool = True) -> str:
     """A console line as ``tunetrack logs`` prints it: ``12:03:07   [rank 3] text`` (``!`` after the
     time marks stderr, ``#`` a note of tunetrack's; ``ranks=False`` leaves the rank out, for a run
@@ -220,6 +226,7 @@ def facts(run: Run) -> list[tuple[str, str]]:
         ("created", when(run.created)),
         ("ended", when(run.ended)),
         ("duration", duration(run)),
+        *([("exit code", exit_text(run.exit_code))] if run.exit_code is not None else []),
         ("hosts", ", ".join(run.hosts) or NONE),
         ("processes", str(about["processes"])),
         ("user", str(about["user"] or NONE)),

@@ -1,6 +1,7 @@
 """The processes that wrote a run, and the run's state derived from them alone (no server).
 
-A run's state is its latest primary (rank-0) attempt's: the state in its end record if it has one;
+A run's state is that of the process that speaks for it (``speaker``): the latest ``tunetrack run``
+command's, else its latest primary (rank-0) attempt's: the state in its end record if it has one;
 otherwise ``running`` while it is alive, ``crashed`` once it certainly died (same host, pid gone) or
 its heartbeat (the writer touches its data every few seconds) is older than ``settings.stale_after()``.
 """
@@ -120,9 +121,16 @@ def latest_primary(procs: list[Process]) -> Process | None:
     return primaries[-1] if primaries else None
 
 
+def speaker(procs: list[Process]) -> Process | None:
+    """The process whose end is the run's: the latest ``tunetrack run`` command (it outlives every
+    process its command started, and knows its exit code), else the latest primary."""
+    commands = [p for p in procs if p.role == Role.COMMAND]
+    return commands[-1] if commands else latest_primary(procs)
+
+
 def run_state(procs: list[Process], created: float) -> tuple[str, float | None, str | None]:
     """``(state, ended, traceback)`` of a run whose processes are ``procs``."""
-    latest = latest_primary(procs)
+    latest = speaker(procs)
     if latest is None:  # created, and no process has written its metadata yet (or ever will)
         age = time.time() - created
         return (State.RUNNING if age < settings.stale_after() else State.CRASHED), None, None

@@ -23,13 +23,14 @@ from ..store import codec, forks
 from ..store.base import RunFolder, Store
 from ..store.ends import EndRecord
 from ..store.forks import ForkRef
+from ..store.process_meta import Role
 from . import console_log as console
 from . import from_ends
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
 from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
 from .names import metric_key, unknown
-from .processes import Process, latest_primary, listed_processes, run_state
+from .processes import Process, latest_primary, listed_processes, run_state, speaker
 from .processes import processes as read_processes
 from .records import ProcessRecords, read_process
 from .samples import SampleTable, from_event
@@ -152,6 +153,14 @@ class Run:
     @property
     def error(self) -> str | None:
         return self._status[2]
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code of the command ``tunetrack run`` ran (negative: the signal that ended it),
+        once it exited; None for any other run."""
+        command = speaker(self._listed)
+        end = command.end if command is not None and command.role == Role.COMMAND else None
+        return end.get("exit_code") if end is not None else None
 
     @property
     def cause(self) -> str | None:
@@ -607,7 +616,7 @@ class Run:
 
     @cached_property
     def _failed(self) -> Failure | None:
-        if self.state in (State.FINISHED, State.RUNNING):
+        if self.state in (State.FINISHED, State.RUNNING, State.STOPPED):
             return None
         found = console.failure(self.folder, self.processes)
         if found is None and self.error:  # no console (console=False), or it shows nothing known

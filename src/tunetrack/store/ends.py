@@ -42,9 +42,17 @@ class EndRecord(TypedDict):
     aggregates: NotRequired[dict[str, Agg]]
     #: the config it logged, merged: a run's config without its records
     config: NotRequired[dict[str, Any]]
+    #: ``tunetrack run``'s command process: the command's exit code (negative: the signal that ended it)
+    exit_code: NotRequired[int]
     #: it rewound (a resume from a checkpoint): its ``last`` and ``aggregates`` count rows a later
     #: attempt hides, so readers read the data instead
     rewound: NotRequired[bool]
+
+
+class EndFields(TypedDict, total=False):
+    """What a particular kind of process adds to its end record (``Tracker._end_fields``)."""
+
+    exit_code: int
 
 
 #: the end record's fields, as ``docs/architecture.md`` lists them

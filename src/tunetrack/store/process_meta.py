@@ -29,10 +29,14 @@ class Role(StrEnum):
     #: from any process or machine, while the run is written or after it ended; it never speaks for
     #: the run (its state, its last step and its provenance stay its primary process's)
     EVALUATION = "evaluation"
+    #: ``tunetrack run``'s own process: it runs the command, records its console, the machine's system
+    #: metrics and its exit code; the processes the command starts join the run as primaries. Its end
+    #: says how the run ended (the command's exit outlives every process it started)
+    COMMAND = "command"
 
 
 #: the roles whose process speaks for the run (its provenance: command, git, versions)
-LEADS = (Role.PRIMARY, Role.IMPORT)
+LEADS = (Role.COMMAND, Role.PRIMARY, Role.IMPORT)
 
 
 class Ranks(TypedDict, total=False):

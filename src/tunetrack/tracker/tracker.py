@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import settings
 from .._warnings import warn_once
+from ..attach.environment import take_run
 from ..backends.base import Backend
 from ..config import capture
 from ..edits import new_edit, stop_request
@@ -32,6 +33,7 @@ from ..writer import (
     ArtifactVersion,
     Channel,
     ConfigUpdate,
+    EndFields,
     Event,
     ForkRef,
     MediaFile,
@@ -199,7 +201,8 @@ class Tracker:
         self._event_now("stop", self._step, by=by, reason=reason)
         warn_once(
             f"stop:{self.id}",
-            f"run {self.id} was asked to stop by {by}" + (f" ({reason})" if reason else "")
+            f"run {self.id} was asked to stop by {by}"
+            + (f" ({reason})" if reason else "")
             + ": training stops at the next step where the loop or its adapter looks (Tracker.should_stop)",
         )
 
@@ -281,7 +284,7 @@ class Tracker:
         ranks = rank_info()
         job = job_id() if ranks.world_size > 1 else None
         console = settings.console(self._opts.console) if self._opts.store else None
-        role = role_of(ranks, job, self._opts.all_ranks, self._opts.store, console is not None)
+        role = self._role(role_of(ranks, job, self._opts.all_ranks, self._opts.store, console is not None))
         if role is None:
             self._active = False
             return
@@ -295,6 +298,8 @@ class Tracker:
             # resume= naming the fork's own parent (an adapter's automatic resume in the parent's
             # output folder) forks it: the parent is not re-attached to, nor rewound
             resume = None if fork is not None and self._opts.resume == fork[0]["run"] else self._opts.resume
+            if role == Role.PRIMARY and resume is None and self._opts.id is None and fork is None:
+                resume = take_run()  # started by `tunetrack run`: this process joins the command's run
             request = RunRequest(
                 id=resume or self._opts.id,
                 new=resume is None and self._opts.id is not None,
@@ -308,7 +313,7 @@ class Tracker:
                 fork=fork[0] if fork is not None else None,
             )
             urls = settings.alert_urls(self._opts.alerts)
-            if urls and role == Role.PRIMARY:
+            if urls and role in (Role.PRIMARY, Role.COMMAND):
                 self._alerts.alerter = Alerter(urls)
             writer = self._writer = self._opts.writer(self._alerts.alerter)
         except BaseException:  # the run does not start: neither does the console's recorder
@@ -320,7 +325,7 @@ class Tracker:
             self._console = recorder.redirect()
             if self._console is not None:
                 writer.console_sink = self._console.record_to
-        if role == Role.PRIMARY:  # only it takes rows
+        if role in (Role.PRIMARY, Role.COMMAND):  # only it takes rows
             self._put = writer.channel.put_row
         if role in (Role.NODE, Role.CONSOLE):
             # Another rank: no training metrics here, but its console (and on another node's first
@@ -355,6 +360,16 @@ class Tracker:
                 self.log_config(self._opts.config)
             if self._opts.resume_step is not None and (resume is not None or self._opts.resume is None):
                 self.rewind(self._opts.resume_step)
+
+    def _role(self, role: Role | None) -> Role | None:
+        """What this process does for the run, given what its rank says (``launch.role_of``): a
+        tracker of a special kind (``tunetrack run``'s command) says otherwise."""
+        return role
+
+    def _end_fields(self) -> EndFields:
+        """What this kind of tracker adds to its process's end record (``tunetrack run``'s command:
+        its exit code)."""
+        return {}
 
     def _fork(self, dir: str | os.PathLike[str] | None) -> tuple[ForkRef, dict[str, Any]] | None:
         """The parent and branch step of ``fork_from`` with the parent's config (``errors.InvalidFork``
@@ -399,11 +414,9 @@ class Tracker:
                 return
             self._checkpoints.close()  # the hashes still being computed, then what rotation removed
             self._artifacts.close()
-            state = (
-                state or exit_hooks.exit_state(self) or (State.STOPPED if self._stop else State.FINISHED)
-            )
+            state = state or exit_hooks.exit_state(self) or (State.STOPPED if self._stop else State.FINISHED)
             try:
-                done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
+                done = writer.finish(state, error, timeout=FINISH_TIMEOUT, fields=self._end_fields())
             except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop
                 writer.stop_mirroring()
                 writer.join(FINISH_TIMEOUT)

@@ -3,6 +3,8 @@
 
 # the artifacts the tracker stores: files go into the store on the tracker's own thread, not the writer's
 from ..store.artifacts import ArtifactStore, ArtifactVersion, FileEntry, check_alias, check_name
+from ..store.base import Store  # where a live run looks for requests to stop it (``tracker.control``)
+from ..store.ends import EndFields  # what a tracker of a special kind adds to its end record
 from ..store.evaluations import EVENT as EVALUATION_EVENT  # an evaluation of a checkpoint, and what it names
 from ..store.evaluations import CheckpointRef
 from ..store.forks import EVENT as FORK_EVENT  # a new fork's first event, which the tracker sends
@@ -22,6 +24,7 @@ __all__ = [
     "ConfigUpdate",
     "Counters",
     "EVALUATION_EVENT",
+    "EndFields",
     "FORK_EVENT",
     "FileEntry",
     "ForkRef",
@@ -35,6 +38,7 @@ __all__ = [
     "RunEdit",
     "Role",
     "RunRequest",
+    "Store",
     "SystemSample",
     "resolve_checkpoint",
     "resolve_fork",

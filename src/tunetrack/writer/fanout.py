@@ -263,8 +263,8 @@ def wait_for(
         progress.flush()
     for runner in runners:
         if runner.is_alive():
-            runner.give_up(why or "stopped")
-        _report(runner, why or "stopped")
+            runner.give_up(why or "interrupted")
+        _report(runner, why or "interrupted")
 
 
 def _progress_line(alive: Sequence[BackendRunner], out: TextIO, previous: str) -> str:

@@ -27,7 +27,7 @@ from ..monitoring.health import HealthMonitor, describe, warning
 from ..states import State
 from ..store import codec, layout
 from ..store.base import ProcessWriter, Store
-from ..store.ends import EndRecord
+from ..store.ends import EndFields, EndRecord
 from ..values import to_plain
 from . import fanout
 from .channel import Channel
@@ -136,13 +136,18 @@ class Writer(threading.Thread):
 
     # -- ending ------------------------------------------------------------------------------------
     def finish(
-        self, state: str, error: str | None = None, timeout: float = 60.0, at: float | None = None
+        self,
+        state: str,
+        error: str | None = None,
+        timeout: float = 60.0,
+        at: float | None = None,
+        fields: EndFields | None = None,
     ) -> bool:
         """Write everything, wait for the backends, record how the process ended (``at``: when, if not
-        now: an imported run's end), and stop. ``timeout`` bounds the writer's own work, not the wait
+        now: an imported run's end; ``fields``: what its kind of process adds), and stop. ``timeout`` bounds the writer's own work, not the wait
         for the backends (``fanout.wait_for`` bounds that); False if the writer took longer (the run
         may then read as crashed)."""
-        self._end = EndRecord(state=state, traceback=error)
+        self._end = EndRecord(state=state, traceback=error, **(fields or {}))
         if at is not None:
             self._end["time"] = at
         self._stopping.set()

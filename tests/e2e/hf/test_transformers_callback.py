@@ -413,7 +413,8 @@ def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root, tok):
     assert trainer.state.global_step == 4
     run = open_run("nan", dir=root)
     kinds = [(e["kind"], e["step"]) for e in run.events()]
-    assert ("stopped", 4) in kinds and ("checkpoint", 4) in kinds
+    assert ("stop", 4) in kinds and ("checkpoint", 4) in kinds
+    assert run.state == "stopped" and run.stop_request["reason"] == "non-finite loss or gradient norm"
     # The Trainer's default logging_nan_inf_filter hides a NaN loss (it logs the running mean instead);
     # the gradient norm still shows it, and that is enough to stop.
     assert [(e["step"], e["problem"]) for e in run.events() if e["kind"] == "health"] == [

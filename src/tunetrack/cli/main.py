@@ -10,6 +10,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``
+- ``skills``: ``skills add``, ``skills show`` (the skill file that teaches coding agents this CLI)
 
 Their shared options are ``options``; every user error ends in one line and a non-zero exit, never a
 traceback (``errors``). Heavy modules (rich, plotext, numpy through the reader) are imported inside
@@ -40,6 +41,7 @@ from .reading import (
     show_command,
 )
 from .serving import ui_command, watch_command
+from .skills import skills_group
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,6 +67,7 @@ for _command in (
     report_command,
     query_command,
     mcp_command,
+    skills_group,
     tag_command,
     rename_command,
     note_command,

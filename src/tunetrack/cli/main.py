@@ -10,7 +10,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``
-- ``skills``: ``skills add``, ``skills show`` (the skill file that teaches coding agents this CLI)
+- ``skills``: ``skills`` (add, show: the skill file that teaches coding agents this CLI)
 
 Their shared options are ``options``; every user error ends in one line and a non-zero exit, never a
 traceback (``errors``). Heavy modules (rich, plotext, numpy through the reader) are imported inside

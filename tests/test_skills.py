@@ -15,7 +15,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # PyYAML: omegaconf's dependency, in the test extra
 
 from support.helpers import SRC
 

@@ -11,6 +11,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``steering``: ``run``, ``stop``
 - ``serving``: ``ui``, ``watch``
 - ``asking``: ``query``, ``mcp``
+- ``skills``: ``skills`` (add, show: the skill file that teaches coding agents this CLI)
 
 Their shared options are ``options``; every user error ends in one line and a non-zero exit, never a
 traceback (``errors``). Heavy modules (rich, plotext, numpy through the reader) are imported inside
@@ -41,6 +42,7 @@ from .reading import (
     show_command,
 )
 from .serving import ui_command, watch_command
+from .skills import skills_group
 from .steering import run_command, stop_command
 
 
@@ -67,6 +69,7 @@ for _command in (
     report_command,
     query_command,
     mcp_command,
+    skills_group,
     tag_command,
     rename_command,
     note_command,

@@ -484,6 +484,71 @@ def test_mcp_on_the_real_runs(store, runs):
     assert f"artifact:{data['spec']}" in {n["id"] for n in graph["nodes"]}
 
 
+# -- the skill for coding agents (tunetrack skills add) ---------------------------------------------
+#: the marker before the skill's block of ``tunetrack run`` and ``tunetrack stop``
+STEERING = "<!-- steering -->"
+
+
+def skill_commands() -> tuple[list[tuple[str, str]], list[str]]:
+    """The command lines of the packaged SKILL.md's bash blocks, each with the section it is in; and
+    apart, the lines of the block after ``STEERING``."""
+    from tunetrack.cli.skills import skill_text
+
+    found: list[tuple[str, str]] = []
+    steering: list[str] = []
+    section, inside, marked = "", False, False
+    for line in skill_text().splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        elif line == STEERING:
+            marked = True
+        elif line.startswith("```"):
+            inside = line == "```bash"
+            marked = marked and inside
+        elif inside and line.strip():
+            if marked:
+                steering.append(line)
+            else:
+                found.append((section, line))
+    return found, steering
+
+
+@pytest.mark.parametrize("section, command", skill_commands()[0], ids=lambda x: x)
+def test_every_command_of_the_skill(store, runs, section, command):
+    """Each command the skill teaches an agent, run as the agent runs it, on these runs: it answers
+    (exit status 0, some output), and what ``--json`` prints is JSON. ``RUN`` is the GRPO run (the
+    one with samples and checkpoints), and in the section on failed runs, the run that died;
+    ``RUN_A`` and ``RUN_B`` are two seeds of the sweep and ``PROJECT`` the sweep's project.
+
+    The block of ``tunetrack run`` and ``tunetrack stop`` (after ``<!-- steering -->``) starts and
+    stops live runs: the steering tests check those commands, and this one only that the block is
+    there and holds them."""
+    here = {
+        "RUN": "crash-cuda" if section.startswith("Diagnose") else "grpo-digit",
+        "RUN_A": "sft-lr0.03-r4-s0",
+        "RUN_B": "sft-lr0.03-r4-s1",
+        "PROJECT": "sft-sweep",
+    }
+    line = re.sub(r"\b(RUN_A|RUN_B|RUN|PROJECT)\b", lambda m: here[m.group(1)], command)
+    out = ok(store, line)
+    assert out.strip(), line
+    if "--json" in line or "--format json" in line:
+        answer = (
+            [json.loads(x) for x in out.splitlines()]
+            if line.startswith("tunetrack logs")
+            else json.loads(out)
+        )
+        assert answer, line
+    if section.startswith("Diagnose") and line.startswith("tunetrack show"):
+        assert "CUDA error on rank 0" in out
+
+
+def test_the_skill_s_steering_block():
+    found, steering = skill_commands()
+    assert len(found) >= 25
+    assert [line.split()[:2] for line in steering] == [["tunetrack", "run"], ["tunetrack", "stop"]]
+
+
 # -- the other examples of the pages ----------------------------------------------------------------
 def _json(text: str):
     return json.loads(text)
@@ -715,6 +780,7 @@ ELSEWHERE = {
     "tunetrack watch": "tests/test_alerts.py",
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
+    "tunetrack skills": "tests/test_skills.py",
 }
 
 

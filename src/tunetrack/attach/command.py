@@ -52,6 +52,7 @@ class CommandTracker(Tracker):
 
     #: the command's exit code (a negative one: the signal that ended it), once it exited
     exit_code: int | None = None
+    _trains = False
 
     def _role(self, role: Role | None) -> Role | None:
         return Role.COMMAND if role == Role.PRIMARY else role

@@ -198,7 +198,8 @@ class Tracker:
                 return
             self._stop = request
         by, reason = request.get("by") or "?", request.get("reason") or ""
-        self._event_now("stop", self._step, by=by, reason=reason)
+        if self._trains:
+            self._event_now("stop", self._step, by=by, reason=reason)
         warn_once(
             f"stop:{self.id}",
             f"run {self.id} was asked to stop by {by}"
@@ -370,6 +371,10 @@ class Tracker:
         """What this kind of tracker adds to its process's end record (``tunetrack run``'s command:
         its exit code)."""
         return {}
+
+    #: this kind of tracker records training (its steps place a ``stop`` event); ``tunetrack run``'s
+    #: command process records none: the training process that joined its run marks the stop
+    _trains = True
 
     def _fork(self, dir: str | os.PathLike[str] | None) -> tuple[ForkRef, dict[str, Any]] | None:
         """The parent and branch step of ``fork_from`` with the parent's config (``errors.InvalidFork``

@@ -1,0 +1,186 @@
+"""``tunetrack run``: any command recorded as one run, its exit code kept and passed through, and a
+stop request acted on, with commands that use no framework (the adapters attaching themselves inside
+a command are tested with each framework's real training: tests/e2e/)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from support.helpers import SRC, wait_until
+from tunetrack.reader import list_runs, open_run
+
+
+def tunetrack(store, *args, env=None, **kwargs):
+    """The ``tunetrack`` command in a process of its own, as a user runs it."""
+    full = {**os.environ, "PYTHONPATH": SRC, "TUNETRACK_DIR": str(store), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "tunetrack", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+def test_a_command_that_succeeds_is_one_finished_run(tmp_path):
+    done = tunetrack(
+        tmp_path, "run", "--project", "p", "--name", "hello", "--tag", "a", "--", *python("print('hello')")
+    )
+    assert done.returncode == 0, done.stderr
+    [run] = list_runs(tmp_path)
+    assert (run.name, run.project, run.tags, run.state, run.exit_code) == ("hello", "p", ["a"], "finished", 0)
+    assert run.config["command"] == shlex.join(python("print('hello')"))
+    assert [e["kind"] for e in run.events()] == ["command", "exit"]
+    assert run.ended is not None and run.ended >= run.created
+    shown = tunetrack(tmp_path, "show", "hello")
+    assert "exit code  0" in shown.stdout and shlex.join(python("print('hello')")) in shown.stdout
+
+
+def test_the_exit_code_is_kept_and_passed_through(tmp_path):
+    done = tunetrack(tmp_path, "run", "--", *python("import sys; print('x'); sys.exit(3)"))
+    assert done.returncode == 3
+    [run] = list_runs(tmp_path)
+    assert (run.state, run.exit_code, run.error) == ("failed", 3, "the command exited with code 3")
+
+
+def test_a_command_killed_by_a_signal_exits_as_a_shell_says(tmp_path):
+    done = tunetrack(
+        tmp_path, "run", "--", *python("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    )
+    assert done.returncode == 128 + signal.SIGKILL
+    [run] = list_runs(tmp_path)
+    assert (run.state, run.exit_code) == ("failed", -signal.SIGKILL)
+    assert run.error == "the command was killed by SIGKILL"
+    assert "exit code  137 (SIGKILL)" in tunetrack(tmp_path, "show", run.id).stdout
+
+
+def test_a_failing_script_s_traceback_is_the_run_s_error(tmp_path):
+    """A script with no adapter: the traceback it printed is the run's error, its exception the cause."""
+    code = "def train():\n    raise ValueError('bad batch size')\ntrain()"
+    done = tunetrack(tmp_path, "run", "--", *python(code), env={"TUNETRACK_CONSOLE": "1"})
+    assert done.returncode == 1
+    assert "ValueError: bad batch size" in done.stderr  # the terminal is unchanged
+    [run] = list_runs(tmp_path)
+    assert run.cause == "ValueError: bad batch size"
+    assert run.error.startswith("Traceback (most recent call last):")
+
+
+def test_the_console_of_the_command_and_its_children_is_the_run_s(tmp_path):
+    code = """
+        import subprocess, sys
+        print('from the command', flush=True)
+        subprocess.run([sys.executable, '-c', 'print("from its child")'], check=True)
+    """
+    done = tunetrack(tmp_path, "run", "--", *python(code), env={"TUNETRACK_CONSOLE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["from the command", "from its child"]
+    [run] = list_runs(tmp_path)
+    assert [line.text for line in run.console()] == ["from the command", "from its child"]
+
+
+def test_a_process_of_the_command_joins_its_run(tmp_path):
+    """The first Tracker a process of the command starts records into the command's run, whatever
+    it was named; a second one is a run of its own."""
+    code = """
+        from tunetrack import Tracker
+        with Tracker(project="elsewhere", name="mine") as first:
+            first.log({"loss": 1.0}, step=1)
+        with Tracker(project="elsewhere", name="second") as second:
+            second.log({"loss": 2.0}, step=1)
+    """
+    done = tunetrack(tmp_path, "run", "--project", "p", "--name", "cmd", "--", *python(code))
+    assert done.returncode == 0, done.stderr
+    runs = {r.name: r for r in list_runs(tmp_path)}
+    assert set(runs) == {"cmd", "second"}
+    assert runs["cmd"].series("loss").values.tolist() == [1.0]
+    assert len(runs["cmd"].processes) == 2 and runs["cmd"].state == "finished"
+    assert runs["second"].project == "elsewhere"
+
+
+def test_a_missing_command_is_one_line(tmp_path):
+    done = tunetrack(tmp_path, "run", "--", "no-such-command-xyz")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "Error: command not found: no-such-command-xyz"
+    assert list_runs(tmp_path) == []
+
+
+@pytest.mark.parametrize("attached", [False, True])
+def test_tunetrack_stop_ends_the_command(tmp_path, attached):
+    """A command with nothing attached is sent SIGTERM at once; one whose loop reads should_stop
+    stops by itself, and exits 0. Both runs end stopped."""
+    code = (
+        """
+        import time
+        from tunetrack import Tracker
+        run = Tracker()
+        step = 0
+        while not run.should_stop:
+            step += 1
+            run.log({"loss": 1.0 / step}, step=step)
+            time.sleep(0.02)
+        print("stopped cleanly at", step, flush=True)
+    """
+        if attached
+        else "import time\nwhile True: time.sleep(0.05)"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": SRC,
+        "TUNETRACK_DIR": str(tmp_path),
+        "TUNETRACK_CONTROL_INTERVAL": "0.1",
+    }
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "run", "--name", "live", "--", *python(code)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_until(
+        lambda: list_runs(tmp_path) and (not attached or len(open_run("live", dir=tmp_path).processes) == 2)
+    )
+    if attached:
+        wait_until(lambda: open_run("live", dir=tmp_path).last_step)
+    stopped = tunetrack(tmp_path, "stop", "live", "--reason", "enough", "--wait", "60")
+    assert stopped.returncode == 0, stopped.stderr
+    out, err = command.communicate(timeout=60)
+    run = open_run("live", dir=tmp_path)
+    assert run.state == "stopped" and run.stop_request["reason"] == "enough"
+    assert stopped.stdout.strip().endswith("live): stopped: by " + run.stop_request["by"] + ", enough")
+    if attached:
+        assert command.returncode == 0 and "stopped cleanly at" in out
+        assert run.exit_code == 0
+    else:
+        assert command.returncode == 128 + signal.SIGTERM
+        assert run.exit_code == -signal.SIGTERM
+
+
+def test_sigterm_to_tunetrack_run_is_passed_on_and_the_run_reads_killed(tmp_path):
+    code = "import signal, sys, time\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\nprint('up', flush=True)\ntime.sleep(60)"
+    env = {**os.environ, "PYTHONPATH": SRC, "TUNETRACK_DIR": str(tmp_path)}
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "run", "--", *python(code)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert command.stdout.readline().strip() == "up"
+    started = time.monotonic()
+    command.send_signal(signal.SIGTERM)
+    assert command.wait(timeout=30) == 143
+    assert time.monotonic() - started < 20  # the command got it: it did not sleep its minute out
+    [run] = list_runs(tmp_path)
+    assert (run.state, run.exit_code) == ("killed", 143)

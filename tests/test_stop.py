@@ -68,7 +68,11 @@ def test_request_stop_from_inside_is_stored_like_tunetrack_stop(tmp_path):
         assert run.should_stop
     read = open_run(run.id, dir=tmp_path)
     assert read.state == "stopped"
-    assert read.stop_request == {"time": read.stop_request["time"], "by": "rule: loss", "reason": "early stopping"}
+    assert read.stop_request == {
+        "time": read.stop_request["time"],
+        "by": "rule: loss",
+        "reason": "early stopping",
+    }
 
 
 def test_a_failure_after_the_request_still_reads_failed(tmp_path):
@@ -96,7 +100,11 @@ def test_tunetrack_stop_from_another_process(tmp_path):
     assert f"{run.id} (live): asked to stop" in out
     assert out.strip().splitlines()[-1].endswith(", enough") and "stopped: by " in out
     shown = subprocess.run(
-        [sys.executable, "-m", "tunetrack", "ls", "--json"], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tunetrack", "ls", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     [listed] = json.loads(shown.stdout)
     assert listed["state"] == "stopped" and listed["stop"]["reason"] == "enough"

@@ -49,7 +49,9 @@ def seconds(value: Any) -> float:
     if isinstance(value, str) and (m := _DURATION.match(value)):
         value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
     if not _number(value) or value <= 0:
-        raise ValueError(f"must be a positive duration in seconds or such as '90s', '15m', '2h', not {value!r}")
+        raise ValueError(
+            f"must be a positive duration in seconds or such as '90s', '15m', '2h', not {value!r}"
+        )
     return float(value)
 
 
@@ -112,7 +114,7 @@ class Rule:
             )
         metric_rule = given[0] in ("above/below", "zscore")
         if metric_rule and (not isinstance(self.metric, str) or not self.metric):
-            raise ValueError(f"{given[0]} needs the metric it watches (metric = \"eval/loss\")")
+            raise ValueError(f'{given[0]} needs the metric it watches (metric = "eval/loss")')
         if not metric_rule and self.metric is not None:
             raise ValueError(f"metric is for above, below and zscore, not for a {given[0]} rule")
         for limit in ("above", "below", "zscore"):
@@ -120,7 +122,9 @@ class Rule:
             if value is not None and not _number(value):
                 raise ValueError(f"{limit} must be a finite number, not {value!r}")
         if self.above is not None and self.below is not None and self.above <= self.below:
-            raise ValueError(f"above ({self.above:g}) must be greater than below ({self.below:g}): it fires outside them")
+            raise ValueError(
+                f"above ({self.above:g}) must be greater than below ({self.below:g}): it fires outside them"
+            )
         if self.zscore is not None and self.zscore <= 0:
             raise ValueError(f"zscore must be positive, not {self.zscore!r}")
         for count, least in (("window", 2), ("min_history", 2)):
@@ -136,7 +140,11 @@ class Rule:
                 raise ValueError(f"stalled {exc}") from None
         if self.state is not None:
             states = (self.state,) if isinstance(self.state, str) else self.state
-            if not isinstance(states, (list, tuple)) or not states or any(s not in RULE_STATES for s in states):
+            if (
+                not isinstance(states, (list, tuple))
+                or not states
+                or any(s not in RULE_STATES for s in states)
+            ):
                 raise ValueError(f"state must be one or more of {', '.join(RULE_STATES)}, not {self.state!r}")
             object.__setattr__(self, "state", tuple(str(s) for s in states))
             if self.stop:
@@ -157,7 +165,11 @@ class Rule:
             return f"no new step for {_duration(self.stalled)}"
         if self.state is not None:
             return f"state {' or '.join(self.state)}"
-        limits = [f"{word} {limit:g}" for word, limit in (("above", self.above), ("below", self.below)) if limit is not None]
+        limits = [
+            f"{word} {limit:g}"
+            for word, limit in (("above", self.above), ("below", self.below))
+            if limit is not None
+        ]
         return f"{self.metric} {' or '.join(limits)}"
 
 
@@ -191,7 +203,9 @@ def parse_rules(tables: Any, source: str = "rules") -> list[Rule]:
     names = [r.name for r in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"{source}: two rules are named {', '.join(map(repr, twice))}: each rule fires once, by name")
+        raise ValueError(
+            f"{source}: two rules are named {', '.join(map(repr, twice))}: each rule fires once, by name"
+        )
     return out
 
 
@@ -257,14 +271,19 @@ class Firing:
         if self.key is not None:
             what = f"{self.key} = {self.value:.6g}{at}"
         elif self.rule.stalled is not None:
-            what = f"no new step for {self.value:.0f} s" + (f" (last step {self.step})" if at else "")
+            what = f"last step {self.step}, {self.value:.0f} s ago" if at else f"no row in {self.value:.0f} s"
         else:
             what = f"the run ended {self.value}{at}"
         return f"{what} ({self.rule.condition})"
 
     def event(self) -> dict[str, Any]:
         """The data of the run's ``rule`` event (its step is the event's own)."""
-        return {"name": self.rule.name, "condition": self.rule.condition, "key": self.key, "value": self.value}
+        return {
+            "name": self.rule.name,
+            "condition": self.rule.condition,
+            "key": self.key,
+            "value": self.value,
+        }
 
     def warning(self) -> str:
         """The line printed once when the rule fires in the run's own process."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from fnmatch import translate
 from functools import cache
 from typing import Any

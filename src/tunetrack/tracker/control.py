@@ -34,7 +34,10 @@ class StopWatch(threading.Thread):
             try:
                 requests = [r for _, body in self.store.edits(self.run_id) if (r := stop_request(body))]
             except Exception as exc:  # a store that does not answer now may answer at the next look
-                warn_once(f"control:{self.run_id}", f"could not look for requests to stop run {self.run_id}: {exc!r}")
+                warn_once(
+                    f"control:{self.run_id}",
+                    f"could not look for requests to stop run {self.run_id}: {exc!r}",
+                )
                 continue
             if requests:
                 self.found(min(requests, key=lambda r: r["time"]))

@@ -209,7 +209,8 @@ class Tracker:
         self._event_now("stop", self._step, by=by, reason=reason)
         warn_once(
             f"stop:{self.id}",
-            f"run {self.id} was asked to stop by {by}" + (f" ({reason})" if reason else "")
+            f"run {self.id} was asked to stop by {by}"
+            + (f" ({reason})" if reason else "")
             + ": training stops at the next step where the loop or its adapter looks (Tracker.should_stop)",
         )
 
@@ -410,9 +411,7 @@ class Tracker:
                 return
             self._checkpoints.close()  # the hashes still being computed, then what rotation removed
             self._artifacts.close()
-            state = (
-                state or exit_hooks.exit_state(self) or (State.STOPPED if self._stop else State.FINISHED)
-            )
+            state = state or exit_hooks.exit_state(self) or (State.STOPPED if self._stop else State.FINISHED)
             try:
                 done = writer.finish(state, error, timeout=FINISH_TIMEOUT)
             except KeyboardInterrupt:  # Ctrl-C while the mirrors catch up: record the end, then stop

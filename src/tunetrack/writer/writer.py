@@ -80,7 +80,9 @@ class Writer(threading.Thread):
         #: tracker's ``request_stop``: the writer knows no tracker)
         self.rules, self.stop = rules, stop
         #: the metric columns the health monitor and the rules look at in each written block
-        self._watched = list(dict.fromkeys([*(health.keys if health else ()), *(rules.keys if rules else ())]))
+        self._watched = list(
+            dict.fromkeys([*(health.keys if health else ()), *(rules.keys if rules else ())])
+        )
         self.max_pending = max_pending
         self.strict = strict
         self.run_info: RunInfo | None = None

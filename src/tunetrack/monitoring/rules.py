@@ -292,8 +292,9 @@ class Firing:
 
     @property
     def reason(self) -> str:
-        """Why the run is asked to stop, as its stop request records it."""
-        return f"rule {self.rule.name}: {self.text}"
+        """Why the run is asked to stop, as its stop request records it (one line, as a request's
+        reason must be, whatever a metric's name holds)."""
+        return " ".join(f"rule {self.rule.name}: {self.text}".split())
 
 
 class _Window:

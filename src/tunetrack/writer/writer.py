@@ -264,6 +264,7 @@ class Writer(threading.Thread):
         self._ending.rows(record, rows)
         if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
+        self._fanout.rows("log", rows)  # first: whatever the checks below meet, the backends have the rows
         self._last_rows = time.monotonic()
         if self._watched:
             columns = {k: c for k in self._watched if (c := codec.float_column(record, k)) is not None}
@@ -273,7 +274,6 @@ class Writer(threading.Thread):
             if self.rules is not None:
                 for fired in self.rules.check(columns):
                     self._rule_fired(fired)
-        self._fanout.rows("log", rows)
 
     def _write_system(self) -> None:
         rows, self._pending_system = self._pending_system, codec.Rows()

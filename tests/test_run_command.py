@@ -88,7 +88,9 @@ def test_the_console_of_the_command_and_its_children_is_the_run_s(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["from the command", "from its child"]
     [run] = list_runs(tmp_path)
-    assert [line.text for line in run.console()] == ["from the command", "from its child"]
+    first, *printed = [line.text for line in run.console()]
+    assert first == f"tunetrack: recording as run {run.id} ({run.name}) in {tmp_path}"  # on stderr
+    assert printed == ["from the command", "from its child"]
 
 
 def test_a_process_of_the_command_joins_its_run(tmp_path):

@@ -12,8 +12,9 @@ What an edit may say is checked here, once, for every way of making one (``tunet
 
 A stop request (``tunetrack stop``, the dashboard's Stop button, an agent, a rule) is an edit too: it
 reaches a live run through its store, folder or bucket alike, without knowing where the run's process
-is; the run's writer looks for one (``ProcessWriter.edits``) and its adapter stops training cleanly.
-Only the first request counts: it says who stopped the run and why.
+is: it has a fixed name (``store.layout.STOP_EDIT``), created only if absent, which the run's process
+looks for (``tracker.control``), and its adapter stops training cleanly. Only the first request
+counts: it says who stopped the run and why.
 """
 
 from __future__ import annotations

@@ -84,6 +84,8 @@ def run_command(
         return _exit_code(subprocess.call(list(command)))
     tracker.log_config({"command": line})
     tracker.event("command", argv=list(command))
+    sys.stderr.write(f"tunetrack: recording as run {tracker.id} ({tracker.name}) in {store_text}\n")
+    sys.stderr.flush()
     received: list[int] = []
     child = subprocess.Popen(list(command), env=child_environment(tracker.id, store_text))
     previous = {s: signal.signal(s, lambda signum, _: _pass_on(child, signum, received)) for s in PASSED_ON}

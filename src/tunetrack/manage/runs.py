@@ -48,9 +48,8 @@ def stop_run(ref: str, reason: str = "", dir: Dir = None, by: str | None = None)
     run = find_run(store, ref)
     if run.state != State.RUNNING:
         raise RunNotRunning(f"run {run.id} ({run.name}) is {run.state}: there is nothing to stop")
-    if run.stop_request is None:
-        body = new_edit(stop=reason, by=by)
-        store.put_edit(run.id, layout.edit_name(body["time"]), body)
+    if run.stop_request is None:  # the edit is created only if absent: the first request counts
+        store.put_edit(run.id, layout.STOP_EDIT, new_edit(stop=reason, by=by))
         run.refresh()
     return run
 

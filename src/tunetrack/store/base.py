@@ -133,9 +133,9 @@ class Store(Protocol):
         """Add the edit ``name`` to the run; putting the same edit again changes nothing."""
         ...
 
-    def edits(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """``(name, body)`` of every edit of the run, read now: what a live run's process looks at for
-        a request to stop (``tracker.control``), so it reads the fewest objects a store allows."""
+    def stop_request(self, run_id: str) -> dict[str, Any] | None:
+        """The body of the run's request to stop (``layout.STOP_EDIT``), read now, or None: what a live
+        run's process looks at every few seconds (``tracker.control``): one stat, or one GET."""
         ...
 
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:

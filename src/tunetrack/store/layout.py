@@ -9,6 +9,7 @@ One folder per run, one set of files per writing process (``<proc>.json``, ``<pr
     <root>/<run id>/<proc>.console             what it printed (fds 1 and 2, line by line), append-only
     <root>/<run id>/<proc>.end.json            how it ended: state, time, traceback, counters, last values
     <root>/<run id>/<edit>.edit                one edit of the run (JSON): a new name, tags, a note
+    <root>/<run id>/stop.edit                  the request to stop the run (``STOP_EDIT``)
     <root>/<run id>/media/images/<key>/...     images
     <root>/<run id>/metrics.parquet            the run's points as Parquet (also system.parquet,
                                                params.parquet): a copy for columnar tools, rewritten
@@ -92,6 +93,11 @@ def edit_name(edit_time: float) -> str:
     sorting by name sorts by time (readers order by the time inside, the name breaks ties)."""
     host = socket.gethostname().replace("-", "_").replace("/", "_") or "host"
     return f"{int(edit_time * 1_000_000):017d}-{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+#: the edit that asks a run to stop (``tunetrack stop``): one fixed name, created only if absent, so the
+#: first request is the one that counts and a live run finds it with one look (a stat, or one GET)
+STOP_EDIT = "stop"
 
 
 def edit_of(filename: str) -> str | None:

@@ -330,9 +330,10 @@ class LocalStore:
         """Add an edit to the run (``write_edit``)."""
         write_edit(self.root / run_id, name, body)
 
-    def edits(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """The run folder's edit files."""
-        return LocalRun(self.root / run_id).edits()
+    def stop_request(self, run_id: str) -> dict[str, Any] | None:
+        """The run folder's stop edit (``layout.STOP_EDIT``)."""
+        path = self.root / run_id / f"{layout.STOP_EDIT}{layout.EDIT_SUFFIX}"
+        return read_json(path) if path.exists() else None
 
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """The run's Parquet copy of ``table``, replaced whole (a run folder that is gone stays gone)."""

@@ -89,7 +89,6 @@ class ObjectStore:
         self.listing = Listing(self.blobs, self.cache)
         self._index: dict[str, list[Entry]] = {}  # run id -> its processes' index entries, as last listed
         self._lock = threading.Lock()
-        self._edits_read: dict[str, tuple[str, dict[str, Any]]] = {}  # edit entry key -> the edit
 
     def __str__(self) -> str:
         return self.url
@@ -162,20 +161,9 @@ class ObjectStore:
         self.blobs.put(key, dumps(edit_entry(run_id, name, body)))
         announce(self.blobs, key)
 
-    def edits(self, run_id: str) -> list[tuple[str, dict[str, Any]]]:
-        """From the run's edit entries in the index: one short LIST of their prefix, and a GET of each
-        entry not read before (an edit never changes, so it is kept in ``_edits_read``)."""
-        out = []
-        for blob in self.blobs.list_blobs(edit_key(run_id, "")[: -len(".json")]):
-            edit = self._edits_read.get(blob.key)
-            if edit is None:
-                entry = loads(self.blobs.get(blob.key)) or {}
-                name, body = entry.get("edit"), entry.get("body")
-                if not isinstance(name, str) or not isinstance(body, dict):
-                    continue
-                edit = self._edits_read[blob.key] = (name, body)
-            out.append(edit)
-        return out
+    def stop_request(self, run_id: str) -> dict[str, Any] | None:
+        """The run's stop edit object (``layout.STOP_EDIT``): one GET, a 404 while there is none."""
+        return loads(self.blobs.get(f"{run_id}/{layout.STOP_EDIT}{layout.EDIT_SUFFIX}"))
 
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """The run's Parquet copy of ``table``, one object (a put replaces it whole)."""

@@ -1,10 +1,10 @@
 """Being steered from outside: a live run learns that someone asked it to stop.
 
 ``tunetrack stop``, the dashboard's Stop button, an agent's ``stop_run`` and a rule all leave a stop
-request in the run's store (an edit: ``tunetrack.edits``), wherever the run's process is. A thread of
-the recording process looks for one every ``settings.control_interval()`` seconds (a folder's run:
-its edit files; a bucket's: one short LIST of its edits' index entries), never on the training thread.
-The first request found is handed to the tracker, whose adapters then stop training the way their
+request in the run's store (an edit of a fixed name: ``store.layout.STOP_EDIT``), wherever the run's
+process is. A thread of the recording process looks for it every ``settings.control_interval()``
+seconds (a folder's run: one stat; a bucket's: one GET), never on the training thread. The request
+is handed to the tracker, whose adapters then stop training the way their
 framework stops cleanly, and whose run then ends ``stopped``.
 """
 
@@ -32,15 +32,16 @@ class StopWatch(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(self.interval):
             try:
-                requests = [r for _, body in self.store.edits(self.run_id) if (r := stop_request(body))]
+                body = self.store.stop_request(self.run_id)
             except Exception as exc:  # a store that does not answer now may answer at the next look
                 warn_once(
                     f"control:{self.run_id}",
                     f"could not look for requests to stop run {self.run_id}: {exc!r}",
                 )
                 continue
-            if requests:
-                self.found(min(requests, key=lambda r: r["time"]))
+            request = stop_request(body) if body is not None else None
+            if request is not None:
+                self.found(request)
                 return
 
     def close(self) -> None:

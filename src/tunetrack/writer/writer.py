@@ -337,7 +337,8 @@ class Writer(threading.Thread):
     def write_edit(self, body: dict[str, Any]) -> None:
         """Store an edit of the run (``tunetrack.edits``). Called on this thread while it runs, and by
         the tracker itself once it stopped (an edit after ``finish()``)."""
-        self._store_op(lambda f: f.edit(layout.edit_name(float(body["time"])), body))
+        name = layout.STOP_EDIT if "stop" in body else layout.edit_name(float(body["time"]))
+        self._store_op(lambda f: f.edit(name, body))
 
     def _health_event(self, problem: dict[str, Any]) -> None:
         step = problem.pop("step")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from conftest import ARTIFACTS, XSS
 from support.helpers import wait_until
 from tunetrack import Tracker
+from tunetrack.manage import stop_run
 from tunetrack.reader import open_run
 from tunetrack.ui.app import create_app
 
@@ -118,5 +120,86 @@ def test_a_read_only_server_changes_nothing(tmp_path):
             )
             assert c.get(f"/api/runs/{run.id}/stop").status_code == 405
         assert open_run(run.id, dir=tmp_path).stop_request is None
+    finally:
+        run.finish()
+
+
+# -- the run page, in a real browser ----------------------------------------------------------------
+
+
+def training(root) -> Tracker:
+    """A live run with curves to draw, as a fine-tuning run's page shows them."""
+    run = Tracker(
+        dir=root,
+        project="sft",
+        name="qwen2.5-0.5b-lr2e-4",
+        console=False,
+        system=False,
+        config={"lr": 2e-4, "lora": {"r": 16, "alpha": 32}, "model": "Qwen/Qwen2.5-0.5B"},
+    ).start()
+    for step in range(1, 61):
+        run.log({"loss": 2.5 / step**0.3, "lr": 2e-4 * min(1.0, step / 10)}, step=step)
+    run.flush()
+    return run
+
+
+def state_text(page) -> str:
+    return page.inner_text("#state")
+
+
+def shoot(page, name: str, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 800})
+    page.screenshot(path=str(ARTIFACTS / f"stop-{name}-{width}.png"))
+
+
+def test_the_run_page_stops_a_live_run(tmp_path, server_factory, page):
+    root = tmp_path / "runs"
+    run = training(root)
+    try:
+        server = server_factory(root)
+        page.goto(f"{server.base}/run/{run.id}")
+        page.wait_for_selector("#stop:not([hidden])")  # a running run: Stop is offered
+        page.wait_for_selector("#charts .chart[data-points]")
+        assert state_text(page) == "running" and page.is_hidden("#stop-form")
+        for width in (1024, 1440):
+            shoot(page, "offered", width)
+        page.click("#stop")
+        page.wait_for_selector("#stop-form:not([hidden])")
+        page.fill("#stop-reason", "loss diverged")
+        for width in (1024, 1440):
+            shoot(page, "asking", width)
+        page.click("#stop-form button[type=submit]")
+        asked = "running: stop asked by dashboard (127.0.0.1), loss diverged"
+        wait_until(lambda: state_text(page) == asked, timeout=20)
+        assert page.is_hidden("#stop") and page.is_hidden("#stop-form")
+        assert page.inner_text("dd[data-fact='state']") == asked
+        wait_until(lambda: run.should_stop, timeout=20)  # the request reached the run's process
+        assert run.stop_request["reason"] == "loss diverged"
+        for width in (1024, 1440):
+            shoot(page, "asked", width)
+        run.finish()
+        stopped = "stopped: by dashboard (127.0.0.1), loss diverged"
+        wait_until(lambda: state_text(page) == stopped, timeout=20)
+        assert page.inner_text("dd[data-fact='state']") == stopped and page.is_hidden("#stop")
+        for width in (1024, 1440):
+            shoot(page, "stopped", width)
+        assert page.dialogs == []
+    finally:
+        run.finish()
+
+
+def test_read_only_offers_no_stop_and_who_asked_renders_as_text(tmp_path, server_factory, page):
+    root = tmp_path / "runs"
+    run = live(root)
+    try:
+        server = server_factory(root, read_only=True)
+        page.goto(f"{server.base}/run/{run.id}")
+        wait_until(lambda: state_text(page) == "running", timeout=20)
+        assert page.is_hidden("#stop")  # the server said it changes nothing
+        stop_run(run.id, XSS, dir=root, by=XSS)  # asked elsewhere (tunetrack stop), with markup
+        wait_until(lambda: state_text(page) == f"running: stop asked by {XSS}, {XSS}", timeout=20)
+        run.finish()
+        wait_until(lambda: state_text(page) == f"stopped: by {XSS}, {XSS}", timeout=20)
+        assert page.query_selector("img[src='x']") is None and page.dialogs == []
     finally:
         run.finish()

@@ -335,7 +335,7 @@ def test_sigterm_while_mirrors_catch_up_records_the_end_at_once(root, tmp_path):
     assert run.state == "finished"
     assert run.series("loss").steps.tolist() == list(range(1, 2001))
     (stats,) = run.meta["processes"][0]["end"]["backends"].values()
-    assert stats["missed_rows"] > 0 and "interrupted" in stats["error"]
+    assert stats["missed_rows"] > 0 and "stopped" in stats["error"]
     assert f"sync-backend {run_id} --to Slow".encode() in b"".join(shown)
 
 

@@ -153,7 +153,34 @@ def test_wheel_ships_the_package_and_nothing_else(wheel):
     ):  # fetched from npm by hatch_build.py
         assert f"tunetrack/ui/static/vendor/{vendor}" in names
     top = {n.split("/")[0] for n in names}
-    assert {t for t in top if not t.endswith(".dist-info")} == {"tunetrack"}  # no tests, benchmarks, examples
+    # no tests, benchmarks, examples; beside the package, the import hook a Python start loads
+    assert {t for t in top if not t.endswith(".dist-info")} == {
+        "tunetrack",
+        "_tunetrack_hooks.py",
+        "tunetrack-hooks.pth",
+    }
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read("tunetrack-hooks.pth").decode().strip() == "import _tunetrack_hooks"
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(wheel) as zf:
         assert "tunetrack = tunetrack.cli:main" in zf.read(entry_points).decode()
+
+
+def test_a_python_start_loads_the_hook_and_nothing_else_of_tunetrack():
+    """Every Python start in an environment with tunetrack loads ``_tunetrack_hooks`` (the .pth file)
+    and nothing else: not the package, not ``typing``. ``TUNETRACK_HOOKS=0`` turns it off."""
+    code = "import sys; print(sorted(m for m in sys.modules if 'tunetrack' in m or m == 'typing'))"
+    started = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert started.stdout.strip() == "['_tunetrack_hooks']"
+    off = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; print(any(type(f).__name__ == 'AfterImport' for f in sys.meta_path))",
+        ],
+        env={**os.environ, "TUNETRACK_HOOKS": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert off.stdout.strip() == "False"

@@ -20,7 +20,7 @@ from tunetrack.reader import Catalog, open_run, run_json
 def test_the_states_are_one_list():
     (state_option,) = [p for p in ls_command.params if p.name == "state"]
     assert tuple(state_option.type.choices) == STATES
-    assert STATES == ("running", "finished", "failed", "killed", "crashed")
+    assert STATES == ("running", "finished", "failed", "killed", "crashed", "stopped")
 
 
 def test_loss_under_any_known_spelling_is_a_loss_everywhere(root):

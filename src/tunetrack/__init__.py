@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "Tracker": ("tunetrack.tracker", "Tracker"),
     "log_evaluation": ("tunetrack.tracker", "log_evaluation"),
+    "Rule": ("tunetrack.monitoring.rules", "Rule"),
+    "load_rules": ("tunetrack.monitoring.rules", "load_rules"),
     "Backend": ("tunetrack.backends.base", "Backend"),
     "RunInfo": ("tunetrack.backends.base", "RunInfo"),
     "ConsoleBackend": ("tunetrack.backends.stdout", "ConsoleBackend"),
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from ._warnings import TunetrackWarning
     from .backends.base import Backend, RunInfo
     from .backends.stdout import ConsoleBackend
+    from .monitoring.rules import Rule, load_rules
     from .reader import list_runs, open_run
     from .sql import query
     from .states import STATES
@@ -50,11 +53,13 @@ __all__ = [
     "STATES",
     "Backend",
     "ConsoleBackend",
+    "Rule",
     "RunInfo",
     "Tracker",
     "TunetrackWarning",
     "__version__",
     "list_runs",
+    "load_rules",
     "log_evaluation",
     "open_run",
     "query",

@@ -8,7 +8,7 @@ prints them first. All of them read these lists, so a framework's new spelling i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 #: The training loss: Transformers/TRL, the ``train/`` spelling of many loops, Lightning's step loss.
 LOSS = ("loss", "train/loss", "train_loss_step")
@@ -61,6 +61,12 @@ def spellings(key: str) -> tuple[str, ...]:
     else:
         out.append(f"train/{key}")
     return tuple(dict.fromkeys(out))
+
+
+def metric_key(has: Callable[[str], bool], name: str) -> str | None:
+    """The first spelling of metric ``name`` (``spellings``) that ``has``, or None: how a reader finds
+    a name in a run's keys, and a rule in the columns of a block the writer wrote."""
+    return next((k for k in spellings(name) if has(k)), None)
 
 
 def spelled(best: Mapping[str, bool] | None) -> dict[str, bool]:

@@ -144,3 +144,10 @@ def alert_interval() -> float:
 def dashboard_url() -> str | None:
     """The dashboard's address (``$TUNETRACK_DASHBOARD_URL``), for links in alerts."""
     return os.environ.get("TUNETRACK_DASHBOARD_URL", "").rstrip("/") or None
+
+
+def rules_file() -> str | None:
+    """The rules file a ``Tracker`` given no ``rules=`` checks, and ``tunetrack watch`` given no
+    ``--rules`` (``$TUNETRACK_RULES``): a child process inherits it, so one variable covers every rank
+    and every run a launcher starts."""
+    return os.environ.get("TUNETRACK_RULES") or None

@@ -22,7 +22,7 @@ from ..edits import author
 from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
-from ..reader.names import metric_key, unknown
+from ..reader.names import unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
 from ..reader.where import MISSING, grep_error, ordered
 from ..reader.where import sort as parse_sort
@@ -336,7 +336,7 @@ class Tools:
             keys = metric_keys.loss_columns(common) or sorted(common)[:10]
 
         def stat(summary: dict[str, Any], key: str, f: str) -> Any:
-            found = metric_key(summary.__contains__, key)
+            found = metric_keys.metric_key(summary.__contains__, key)
             return None if found is None else summary[found].get(f)
 
         return dumps(
@@ -454,7 +454,7 @@ class Tools:
 def _require(keys: list[str], runs: list[Any]) -> None:
     """An ``UnknownName`` for the first of ``keys`` none of ``runs`` logged under any spelling."""
     for key in keys:
-        if not any(metric_key(set(r.keys()).__contains__, key) for r in runs):
+        if not any(metric_keys.metric_key(set(r.keys()).__contains__, key) for r in runs):
             raise unknown("metric", key, [k for r in runs for k in r.keys()])
 
 

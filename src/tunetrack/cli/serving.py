@@ -28,25 +28,43 @@ from .options import dir_option
 @click.option(
     "--interval", type=click.FloatRange(min=0.1), default=30, show_default=True, help="Seconds between polls."
 )
+@click.option(
+    "--rules",
+    "rules_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A TOML file of [[rule]] tables to check every run against (default: $TUNETRACK_RULES): "
+    "thresholds, z-scores, stalled steps, states; a rule with stop = true asks a running run to stop.",
+)
 @friendly
-def watch_command(dir: str | None, urls: tuple[str, ...], stall: float, interval: float) -> None:
-    """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls; Ctrl-C stops.
+def watch_command(
+    dir: str | None, urls: tuple[str, ...], stall: float, interval: float, rules_file: str | None
+) -> None:
+    """Watch a store and alert when a run crashes (SIGKILL, OOM, a lost machine) or stalls, or one of
+    the --rules fires; Ctrl-C stops.
 
-    A run's own alerts (failed, killed, NaN loss) come from its process; this covers what a dead
-    process cannot send.
+    A run's own alerts (failed, killed, NaN loss, its own rules) come from its process; this covers
+    what a dead process cannot send.
     """
     import time
 
     from .. import settings
     from ..monitoring.alerts import Alerter
+    from ..monitoring.rules import load_rules
     from ..reader import list_runs, store_name
     from .watch import Watcher
 
+    path = rules_file or settings.rules_file()
+    try:
+        rules = load_rules(path) if path else []
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     alerter = Alerter(settings.alert_urls(list(urls) or None), interval=0)
-    if not alerter.urls:
+    if not alerter.urls and not any(rule.stop for rule in rules):  # with none, stopping runs is the point
         raise click.ClickException("give a webhook: --alert URL, or set TUNETRACK_ALERT_URL")
-    watcher = Watcher(stall)
-    click.echo(f"watching {store_name(dir)} (every {interval:g} s; Ctrl-C stops)")
+    watcher = Watcher(stall, rules=rules, dir=dir)
+    checked = f", {len(rules)} rule{'s' * (len(rules) != 1)}" if rules else ""
+    click.echo(f"watching {store_name(dir)} (every {interval:g} s{checked}; Ctrl-C stops)")
     try:
         while True:
             for alert in watcher.poll(list_runs(dir)):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -189,10 +189,11 @@ def teed(own: Any) -> Teed:
 
 
 def _stop_recipe() -> None:
-    """End the calling recipe's training after the current step: its epoch loop breaks at the next
-    batch (``max_steps_per_epoch``) and no epoch follows (``total_epochs``), so the recipe saves its
-    checkpoint and returns. Found among the callers' frames: the recipe's ``train`` holds ``self``
-    (the recipe), ``idx`` and ``curr_epoch``. Single-device recipes only (see the module's docstring)."""
+    """End the calling recipe's training after the current step, as if it were its last: the epoch
+    loop breaks after this batch (``max_steps_per_epoch``), the recipe saves this epoch's checkpoint
+    as its final one (``total_epochs``), and the epochs its ``range`` still holds find no batch and
+    save nothing. Found among the callers' frames: the recipe's ``train`` holds ``self`` (the
+    recipe), ``idx`` and ``curr_epoch``. Single-device recipes only (see the module's docstring)."""
     if rank_info().world_size > 1:
         warn_once(
             "torchtune:stop",
@@ -208,11 +209,37 @@ def _stop_recipe() -> None:
         recipe = found.get("self")
         if hasattr(recipe, "total_epochs") and hasattr(recipe, "max_steps_per_epoch") and "idx" in found:
             accumulation = int(getattr(recipe, "_gradient_accumulation_steps", 1) or 1)
+            epoch = int(found.get("curr_epoch", 0))
             recipe.max_steps_per_epoch = (int(found["idx"]) + 1) // accumulation
-            recipe.total_epochs = int(found.get("curr_epoch", 0)) + 1
+            recipe.total_epochs = epoch + 1
+            recipe._dataloader = _NoMoreBatches(recipe._dataloader)
+            recipe.save_checkpoint = _only_epoch(recipe.save_checkpoint, epoch)
             return
         frame = frame.f_back
     warn_once("torchtune:stop", "the recipe to stop was not found among the logger's callers; it trains on")
+
+
+def _only_epoch(save: Any, last: int) -> Any:
+    """A recipe's ``save_checkpoint`` that saves the ``last`` epoch's and no later one's."""
+
+    def save_checkpoint(epoch: int) -> None:
+        if epoch == last:
+            save(epoch=epoch)
+
+    return save_checkpoint
+
+
+class _NoMoreBatches:
+    """A recipe's data loader after a stop: the epochs left in its loop find no batch."""
+
+    def __init__(self, loader: Any) -> None:
+        self.sampler = loader.sampler  # the loop still sets each epoch on it
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
 
 
 def _checkpointer_dir(config: Any) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from fnmatch import translate
 from functools import cache
 from typing import Any
@@ -22,7 +22,6 @@ from .. import aggregates
 from ..config import same
 from ..config.names import ALIASES, patterns
 from ..errors import AmbiguousName, UnknownName
-from ..metric_keys import spellings
 from ..states import STATES
 
 #: how many close names an error offers
@@ -71,11 +70,6 @@ def short_names(flats: Iterable[Mapping[str, Any]]) -> list[str]:
                     if config_key(flat, name) is not None:
                         out[name] = None
     return list(out)
-
-
-def metric_key(has: Callable[[str], bool], name: str) -> str | None:
-    """The first spelling of metric ``name`` (``metric_keys.spellings``) that ``has``, or None."""
-    return next((k for k in spellings(name) if has(k)), None)
 
 
 def closest(name: str, known: Iterable[str], n: int = SUGGESTED) -> list[str]:

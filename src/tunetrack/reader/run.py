@@ -17,7 +17,7 @@ from .._warnings import warn_once
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
-from ..metric_keys import minimized, spelled
+from ..metric_keys import metric_key, minimized, spelled
 from ..states import State
 from ..store import codec, forks
 from ..store.base import RunFolder, Store
@@ -29,7 +29,7 @@ from . import from_ends
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
 from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
-from .names import metric_key, unknown
+from .names import unknown
 from .processes import Process, latest_primary, listed_processes, run_state, speaker
 from .processes import processes as read_processes
 from .records import ProcessRecords, read_process

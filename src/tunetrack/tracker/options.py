@@ -13,6 +13,7 @@ from .._warnings import warn_once
 from ..backends.base import Backend
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig, HealthMonitor
+from ..monitoring.rules import Rule, RuleChecker, tracker_rules
 from ..writer import Writer
 from .launch import RankInfo
 
@@ -43,6 +44,8 @@ class Options:
     strict: bool
     #: ``RUN@STEP``: the run and step this new run branches from (``writer.resolve_fork``)
     fork_from: str | None = None
+    #: rules (``monitoring.rules``) or a rules file; None: ``$TUNETRACK_RULES``
+    rules: Sequence[Rule] | str | os.PathLike[str] | None = None
 
     def backends(self) -> list[Backend]:
         """Backends given as instances or by name (``TUNETRACK_BACKENDS`` when none are given). A name
@@ -60,11 +63,14 @@ class Options:
                 warn_once(f"backend-name:{spec}", f"backend {spec!r} is not used: {exc}")
         return out
 
-    def writer(self, alerter: Alerter | None) -> Writer:
-        """The run's writer, with its backends and health monitor (off with ``health=False``)."""
+    def writer(self, alerter: Alerter | None, stop: Callable[[str], None] | None = None) -> Writer:
+        """The run's writer, with its backends, health monitor (off with ``health=False``) and rules.
+        The rules are checked where ``stop`` (how a rule asks the run to stop) is given: the process
+        that records the run's rows."""
         health = (
             None if self.health is False else HealthMonitor(self.health if self.health is not True else None)
         )
+        rules = tracker_rules(self.rules, self.strict) if stop is not None else []
         return Writer(
             self.backends(),
             flush_interval=self.flush_interval,
@@ -74,6 +80,8 @@ class Options:
             strict=self.strict,
             backend_timeout=self.backend_timeout,
             alerter=alerter,
+            rules=RuleChecker(rules) if rules else None,
+            stop=stop,
         )
 
     def sampler(self, ranks: RankInfo, log_system: Callable[[float, dict[str, Any]], None]) -> Any:

@@ -26,6 +26,7 @@ from ..edits import new_edit, stop_request
 from ..errors import InvalidFork, InvalidValue
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
+from ..monitoring.rules import Rule
 from ..states import State
 from ..values import FAST_TYPES, snapshot
 from ..writer import (
@@ -104,6 +105,7 @@ class Tracker:
         alert_finished: bool = False,
         console: bool | str | None = None,
         fork_from: str | None = None,
+        rules: Sequence[Rule] | str | os.PathLike[str] | None = None,
     ) -> None:
         self.project = project
         self.strict = strict
@@ -129,6 +131,7 @@ class Tracker:
             console,
             strict,
             fork_from,
+            rules,
         )
         self._sampler: Any = None
         self._console: ConsoleCapture | None = None
@@ -189,6 +192,13 @@ class Tracker:
         if self._stop is None and self._recording():
             self._deliver_edit(body)
         self._stopped(stop_request(body) or {})
+
+    def _rule_stop(self, reason: str) -> None:
+        """A rule that stops the run fired (on the writer thread): a request as ``request_stop`` makes
+        it, unless ``finish()`` began (under the lock: the run's end is no time to ask)."""
+        with self._lock:
+            if not self._finished:
+                self.request_stop(reason, by="rule")
 
     def _stopped(self, request: dict[str, Any]) -> None:
         """The run was asked to stop (found in its store by the stop watch, or asked here): recorded
@@ -316,7 +326,8 @@ class Tracker:
             urls = settings.alert_urls(self._opts.alerts)
             if urls and role in (Role.PRIMARY, Role.COMMAND):
                 self._alerts.alerter = Alerter(urls)
-            writer = self._writer = self._opts.writer(self._alerts.alerter)
+            rule_stop = self._rule_stop if role == Role.PRIMARY else None  # the rows are checked there
+            writer = self._writer = self._opts.writer(self._alerts.alerter, rule_stop)
         except BaseException:  # the run does not start: neither does the console's recorder
             if recorder is not None:
                 recorder.cancel()

@@ -24,6 +24,8 @@ from .._warnings import warn_once
 from ..backends.base import Backend, RunInfo
 from ..monitoring.alerts import Alert, Alerter
 from ..monitoring.health import HealthMonitor, describe, warning
+from ..monitoring.rules import EVENT as RULE_EVENT
+from ..monitoring.rules import Firing, RuleChecker
 from ..states import State
 from ..store import codec, layout
 from ..store.base import ProcessWriter, Store
@@ -58,6 +60,8 @@ class Writer(threading.Thread):
         strict: bool = False,
         backend_timeout: float | None = None,
         alerter: Alerter | None = None,
+        rules: RuleChecker | None = None,
+        stop: Callable[[str], None] | None = None,
     ) -> None:
         super().__init__(name="tunetrack-writer", daemon=True)
         #: the one way in: ``put_row``, ``send``, ``flush``
@@ -72,6 +76,13 @@ class Writer(threading.Thread):
         self.tick = min(tick, flush_interval)
         self.health = health
         self.alerter = alerter
+        #: the run's rules (``monitoring.rules``), and how one that stops the run asks it to (the
+        #: tracker's ``request_stop``: the writer knows no tracker)
+        self.rules, self.stop = rules, stop
+        #: the metric columns the health monitor and the rules look at in each written block
+        self._watched = list(
+            dict.fromkeys([*(health.keys if health else ()), *(rules.keys if rules else ())])
+        )
         self.max_pending = max_pending
         self.strict = strict
         self.run_info: RunInfo | None = None
@@ -94,6 +105,7 @@ class Writer(threading.Thread):
         self._shared = codec.SharedStrings()
         self._ending = EndAccumulator()  # what the end record will say, folded as blocks are written
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
+        self._last_rows = self._last_write  # when rows last came (a stalled rule's clock)
 
     @property
     def store(self) -> Store | None:
@@ -212,6 +224,9 @@ class Writer(threading.Thread):
         if self._files is not None and now - self._last_beat >= self.heartbeat_interval:
             self._store_op(lambda f: f.heartbeat())
             self._last_beat = now
+        if self.rules is not None and self.rules.stalls:
+            for fired in self.rules.stalled(now - self._last_rows, self._ending.last_step):
+                self._rule_fired(fired)
         for done in waiters:
             done.set()
 
@@ -254,11 +269,16 @@ class Writer(threading.Thread):
         self._ending.rows(record, rows)
         if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
-        if self.health is not None:
-            columns = {k: c for k in self.health.keys if (c := codec.float_column(record, k)) is not None}
-            for problem in self.health.check(columns):
-                self._health_event(problem)
-        self._fanout.rows("log", rows)
+        self._fanout.rows("log", rows)  # first: whatever the checks below meet, the backends have the rows
+        self._last_rows = time.monotonic()
+        if self._watched:
+            columns = {k: c for k in self._watched if (c := codec.float_column(record, k)) is not None}
+            if self.health is not None:
+                for problem in self.health.check(columns):
+                    self._health_event(problem)
+            if self.rules is not None:
+                for fired in self.rules.check(columns):
+                    self._rule_fired(fired)
 
     def _write_system(self) -> None:
         rows, self._pending_system = self._pending_system, codec.Rows()
@@ -329,6 +349,19 @@ class Writer(threading.Thread):
             self.alerter.send(alert, key=(run.id, "health", problem["key"], problem["problem"]))
         warn_once(f"{self._run_id}:health:{problem['problem']}", warning(problem, step))
 
+    def _rule_fired(self, fired: Firing, state: str = State.RUNNING) -> None:
+        """A rule fired: a ``rule`` event, an alert, one warning, and the request to stop the run
+        where the rule says so."""
+        step = fired.step if fired.step is not None else 0
+        self._write_event(Event(RULE_EVENT, step, time.time(), fired.event()))
+        run = self.run_info
+        if self.alerter is not None and run is not None:
+            alert = Alert(fired.title, fired.text, fired.rule.level, run.id, run.name, run.project, state)
+            self.alerter.send(alert, key=(run.id, RULE_EVENT, fired.rule.name))
+        warn_once(f"{self._run_id}:rule:{fired.rule.name}", fired.warning())
+        if fired.rule.stop and self.stop is not None:
+            self.stop(fired.reason)
+
     def _on_drop(self, key: str, count: int) -> None:
         self.counters.dropped_values += count
         warn_once(
@@ -362,6 +395,9 @@ class Writer(threading.Thread):
         if self._pending_system:
             self._write_system()
         state = self._end["state"] if self._end is not None else State.FINISHED
+        if self.rules is not None:  # before the end record closes the files: its events are stored
+            for fired in self.rules.ended(state, self._ending.last_step):
+                self._rule_fired(fired, state)
         self._mirroring.set()  # the backends catch up side by side; finish() waits as long as they do
         try:
             backends = self._fanout.close(state, self.backend_timeout, self._stop_mirroring)

@@ -40,6 +40,7 @@ PAGES = [
     "docs/query.md",
     "docs/names.md",
     "docs/agents.md",
+    "docs/alerts.md",
     "docs/ui.md",
 ]
 #: the loss threshold of the sweeps examples, for these tiny models (see the module's docstring)
@@ -780,6 +781,7 @@ ELSEWHERE = {
     "tunetrack parquet": "tests/test_parquet.py",
     "tunetrack checkpoints sft-llama --suite lm-eval": "tests/test_evaluations.py, tests/e2e/lmeval/test_lm_eval.py",
     "tunetrack watch": "tests/test_alerts.py",
+    "tunetrack watch --rules": "tests/test_rules.py::test_tunetrack_watch_rules_command",
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack skills": "tests/test_skills.py",

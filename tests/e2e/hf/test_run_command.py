@@ -172,3 +172,50 @@ def test_tunetrack_stop_stops_a_live_trainer_with_a_checkpoint(tmp_path):
     assert last < 2000 and last - stopped["step"] <= 5  # within a few steps of the request being found
     [checkpoint] = run.checkpoints()
     assert checkpoint.step == last and checkpoint.files
+
+
+ACCELERATE = [
+    sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+    "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+    str(EXAMPLES / "accelerate_plain.py"),
+]  # fmt: skip
+
+
+def test_accelerate_launch_of_two_processes_under_tunetrack_run_is_one_run(tmp_path):
+    done = tunetrack(
+        tmp_path, "run", "--project", "acc", "--", *ACCELERATE, "--steps", "8", OMP_NUM_THREADS="1"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [run] = list_runs(tmp_path)
+    assert (run.project, run.state, run.exit_code) == ("acc", "finished", 0)
+    assert run.series("loss").steps.tolist() == list(range(1, 9))  # rank 0 only, once
+    assert run.flat_config["lr"] == 0.05 and run.flat_config["steps"] == 8
+    printed = [line.text for line in run.console()]
+    assert "step 8 loss" in " ".join(printed)  # accelerator.print: the main process's output
+
+
+def test_tunetrack_stop_reaches_an_accelerate_loop_through_its_trigger(tmp_path):
+    """Both ranks leave the loop at the same step (check_trigger agrees across them) and the command
+    exits 0 well before its last step."""
+    env = environment(tmp_path, OMP_NUM_THREADS="1", TUNETRACK_CONTROL_INTERVAL="0.2")
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "run", "--name", "acc-live", "--", *ACCELERATE,
+         "--steps", "3000", "--step-seconds", "0.05"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_until(
+            lambda: list_runs(tmp_path) and (open_run("acc-live", dir=tmp_path).last_step or 0) >= 3,
+            timeout=300,
+        )
+        assert tunetrack(tmp_path, "stop", "acc-live", "--wait", "120").returncode == 0
+        command.wait(timeout=120)
+    finally:
+        command.kill()
+    assert command.returncode == 0
+    run = open_run("acc-live", dir=tmp_path)
+    assert run.state == "stopped" and run.last_step < 3000
+    assert any("stopping early at step" in line.text for line in run.console())

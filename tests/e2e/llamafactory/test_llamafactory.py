@@ -170,3 +170,51 @@ def test_example_config(tmp_path, root, assets):
     )
     (run,) = list_runs(root, project="example")
     assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5]
+
+
+CLI = [str(Path(sys.executable).with_name("llamafactory-cli")), "train"]
+
+
+def _environment(root: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([SRC, STUBS]),
+        "OMP_NUM_THREADS": "1",
+        "TUNETRACK_DIR": str(root),
+    }
+
+
+def test_llamafactory_cli_under_tunetrack_run(tmp_path, root, assets):
+    """`llamafactory-cli train` itself, with no tunetrack option: the callback attaches itself."""
+    cfg = _config(tmp_path, assets, save_strategy="steps", save_steps=5)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tunetrack", "run", "--project", "lf", "--", *CLI, str(cfg)],
+        env=_environment(root),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (run,) = list_runs(root)
+    assert (run.project, run.state, run.exit_code) == ("lf", "finished", 0)
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5]
+    assert run.flat_config["args.max_steps"] == 5 and run.flat_config["args.learning_rate"] == 1e-3
+    assert [c.step for c in run.checkpoints()] == [5]
+    assert any("train_runtime" in line.text for line in run.console())
+
+
+def test_report_to_tunetrack_in_a_llamafactory_config(tmp_path, root, assets):
+    """`report_to: tunetrack` in the YAML, `llamafactory-cli train` alone: the run's options come from
+    TUNETRACK_* variables."""
+    cfg = _config(tmp_path, assets, report_to="tunetrack")
+    proc = subprocess.run(
+        [*CLI, str(cfg)],
+        env={**_environment(root), "TUNETRACK_PROJECT": "lf-report", "TUNETRACK_NAME": "yaml"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (run,) = list_runs(root)
+    assert (run.project, run.name, run.state) == ("lf-report", "yaml", "finished")
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4, 5]

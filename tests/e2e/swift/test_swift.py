@@ -180,3 +180,38 @@ def test_two_processes_are_one_run(tmp_path, root, assets):
     (run,) = list_runs(root)
     assert (run.name, run.state) == ("ddp", "finished")
     assert run.series("loss").steps.tolist() == [1, 2, 3]
+
+
+def test_swift_sft_under_tunetrack_run_attaches_ms_swift_s_callback(tmp_path, root, assets):
+    """`swift sft` with no plugin and no --callbacks: ms-swift's callback attaches itself in the child
+    process ms-swift trains in, so the run has what `--callbacks tunetrack` gives (ms-swift's argument
+    groups, its values as numbers), in the run `tunetrack run` made."""
+    run_swift(
+        [
+            sys.executable, "-m", "tunetrack", "run", "--project", "sw", "--name", "attached", "--",
+            str(BIN / "swift"), "sft", "--model", str(assets["model"]), "--dataset", str(assets["chat"]),
+            *COMMON, "--output_dir", str(tmp_path / "out"), "--add_version", "false", "--max_steps", "4",
+            "--save_steps", "4",
+        ],
+        env={"TUNETRACK_DIR": str(root)},
+    )  # fmt: skip
+    (run,) = list_runs(root)
+    assert (run.name, run.project, run.state, run.exit_code) == ("attached", "sw", "finished", 0)
+    assert run.series("loss").steps.tolist() == [1, 2, 3, 4]
+    assert run.config["swift"]["tuner_args"]["lora_rank"] == 4  # SwiftCallback's own config groups
+    assert [c.step for c in run.checkpoints()] == [4]
+    assert any("train_runtime" in line.text for line in run.console())
+
+
+def test_callbacks_tunetrack_needs_no_plugin_where_tunetrack_is_installed(tmp_path, root, assets):
+    run_swift(
+        [
+            str(BIN / "swift"), "sft", "--model", str(assets["model"]), "--dataset", str(assets["chat"]),
+            *COMMON, "--output_dir", str(tmp_path / "out"), "--add_version", "false", "--max_steps", "2",
+            "--callbacks", "tunetrack",
+        ],
+        env={"TUNETRACK_DIR": str(root), "TUNETRACK_NAME": "no-plugin"},
+    )  # fmt: skip
+    (run,) = list_runs(root)
+    assert (run.name, run.project, run.state) == ("no-plugin", "swift", "finished")
+    assert run.series("loss").steps.tolist() == [1, 2]

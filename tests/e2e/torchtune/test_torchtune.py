@@ -313,3 +313,75 @@ def test_sigkill_reads_crashed(tiny, root, tmp_path):
     (run,) = list_runs(root)
     assert run.state == "crashed"
     assert run.error is None and len(run.series("loss")) >= 3
+
+
+def _tunetrack_run(root: Path, config: Path, out: Path, *command: str, **env: str) -> subprocess.Popen:
+    """``tunetrack run -- tune run ...`` with the recipe's own config: its metric logger untouched."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "run", "--project", "tt", "--name", "tune", "--", *command],
+        env=tune_env(config, TUNETRACK_DIR=str(root), **env),
+        cwd=out.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_recipe_under_tunetrack_run_is_recorded_beside_its_own_logger(tiny, root, tmp_path):
+    """No metric_logger override: the recipe's DiskLogger still writes its log, and tunetrack's logger,
+    teed beside it, records the rows, the config and the YAML as when it is named in the config."""
+    out = tmp_path / "out"
+    recipe = [
+        str(TUNE),
+        "run",
+        "lora_finetune_single_device",
+        "--config",
+        str(tiny["tiny_lora"]),
+        f"output_dir={out}",
+    ]
+    command = _tunetrack_run(root, tiny["tiny_lora"], out, *recipe)
+    _, err = command.communicate(timeout=600)
+    assert command.returncode == 0, err[-3000:]
+    (run,) = list_runs(root)
+    assert (run.name, run.state, run.exit_code) == ("tune", "finished", 0)
+    for key in LOGGED:
+        assert run.series(key).steps.tolist() == list(range(1, 9)), key
+    assert run.config["model"]["embed_dim"] == 64
+    assert run.config["metric_logger"]["_component_"] == "torchtune.training.metric_logging.DiskLogger"
+    (yaml,) = run.texts("torchtune_config.yaml")
+    assert "${output_dir}" in yaml["rows"][0]["text"]
+    (disk_log,) = (out / "logs").glob("log_*.txt")  # the recipe's own logger wrote its rows too
+    assert "Step 8 | loss:" in disk_log.read_text()
+    assert [c.step for c in run.checkpoints()] == [8]
+    assert any("Checkpoint saved" in line.text or "checkpoint" in line.text.lower() for line in run.console())
+
+
+def test_tunetrack_stop_ends_a_recipe_s_training_with_a_checkpoint(tiny, root, tmp_path):
+    """A stop request found mid-epoch: the recipe leaves its loop after that step, saves that
+    epoch's checkpoint and returns, as at the end of training."""
+    out = tmp_path / "out"
+    recipe = [
+        str(TUNE), "run", "lora_finetune_single_device", "--config", str(tiny["tiny_lora"]), f"output_dir={out}",
+        "epochs=200", "max_steps_per_epoch=8",
+    ]  # fmt: skip
+    command = _tunetrack_run(root, tiny["tiny_lora"], out, *recipe, TUNETRACK_CONTROL_INTERVAL="0.2")
+    try:
+        wait_until(lambda: list_runs(root) and (list_runs(root)[0].last_step or 0) >= 3, timeout=300)
+        (live,) = list_runs(root)
+        stop = subprocess.run(
+            [sys.executable, "-m", "tunetrack", "stop", live.id, "--reason", "enough"],
+            env=tune_env(tiny["tiny_lora"], TUNETRACK_DIR=str(root)),
+            capture_output=True,
+            text=True,
+        )
+        assert stop.returncode == 0, stop.stderr
+        _, err = command.communicate(timeout=300)
+    finally:
+        command.kill()
+    assert command.returncode == 0, err[-3000:]
+    (run,) = list_runs(root)
+    assert run.state == "stopped" and run.last_step < 1600
+    (stopped,) = [e for e in run.events() if e["kind"] == "stop"]
+    assert run.last_step - stopped["step"] <= 1  # the loop left after the step that saw the request
+    (checkpoint,) = [c for c in run.checkpoints() if c.step == run.last_step]
+    assert Path(checkpoint.path).is_dir()

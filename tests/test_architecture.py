@@ -5,7 +5,8 @@ two modules import each other (directly or round a loop).
     adapters (integrations/)  -> tracker -> writer -> store
                                            writer -> manage (a run's Parquet copy, at its end)
     cli/, ui/                 -> reader  -> store
-    cli/                      -> manage  -> reader, store   (edit, delete and copy runs)
+    cli/, ui/                 -> manage  -> reader, store   (edit, delete and copy runs; the
+                                                             dashboard's Stop button)
     cli/                      -> sql     -> reader          (SQL over a store, in DuckDB)
     cli/                      -> agents  -> sql, reader, manage  (the MCP server)
 
@@ -48,7 +49,7 @@ ALLOWED: dict[str, set[str]] = {
     "attach": {"integrations", "tracker", "reader"},
     "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
-    "ui": {"reader"},
+    "ui": {"reader", "manage"},  # manage: the Stop button asks a run to stop, as `tunetrack stop`
     "tracker": {"writer", "system", "backends", "monitoring"},
     # manage: the run's Parquet copy, written at the end by the code `tunetrack parquet` runs
     "writer": {"store", "backends", "monitoring", "manage"},

@@ -125,12 +125,14 @@ def test_errors_reach_the_agent_in_one_line(store):
             ("get_run", {"run": "nope"}),
             ("query", {"sql": "DROP TABLE runs"}),
             ("tag_run", {"run": "alpha", "add": ["x"]}),
+            ("stop_run", {"run": "alpha"}),
         ],
     )
-    (e1, no_run), (e2, refused), (e3, no_edits) = answers
+    (e1, no_run), (e2, refused), (e3, no_edits), (e4, no_stop) = answers
     assert e1 and "no run 'nope'" in no_run
     assert e2 and "refused DROP" in refused and "\n" not in refused
     assert e3 and "tag_run" in no_edits
+    assert e4 and "stop_run" in no_stop
     assert open_run("alpha", dir=store).tags == []
 
 
@@ -143,11 +145,45 @@ def test_edits_only_with_allow_edits(store):
         ],
         "--allow-edits",
     )
-    assert names == READ_TOOLS | {"tag_run", "note_run"}
+    assert names == READ_TOOLS | {"tag_run", "note_run", "stop_run"}
     assert not any(error for error, _ in answers)
     run = open_run("alpha", dir=store)
     assert run.tags == ["best"] and [n["text"] for n in run.notes] == ["lowest loss"]
     assert json.loads(answers[0][1])["tags"] == ["best"]
+
+
+def test_stop_run_stops_a_live_run_and_refuses_an_ended_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNETRACK_CONTROL_INTERVAL", "0.05")  # the live run looks for requests often
+    root = tmp_path / "runs"
+    done = Tracker(name="done", dir=root, console=False, system=False).start()
+    done.finish()
+    live = Tracker(name="live", dir=root, console=False, system=False).start()
+    try:
+        _, answers = call(
+            root,
+            [
+                ("stop_run", {"run": "live", "reason": "loss diverged"}),
+                ("stop_run", {"run": "live", "reason": "asked again"}),
+                ("stop_run", {"run": "done"}),
+            ],
+            "--allow-edits",
+        )
+        wait_until(lambda: live.should_stop, timeout=20)  # the request reached the run's process
+    finally:
+        live.finish()
+    (e1, first), (e2, again), (e3, ended) = answers
+    assert not e1 and not e2
+    stopped = json.loads(first)
+    assert {k: stopped[k] for k in ("id", "name", "state")} == {
+        "id": live.id,
+        "name": "live",
+        "state": "running",
+    }
+    assert stopped["stop"]["reason"] == "loss diverged" and stopped["stop"]["by"].endswith(" (mcp)")
+    assert json.loads(again)["stop"] == stopped["stop"]  # the first request counts
+    assert e3 and ended.endswith(f"run {done.id} (done) is finished: there is nothing to stop")
+    read = open_run(live.id, dir=root)
+    assert read.state == "stopped" and read.stop_request == stopped["stop"]
 
 
 def test_logs_samples_and_why_a_run_died(root):

@@ -101,7 +101,9 @@ def free_port() -> int:
 class Server:
     """``tunetrack ui`` in a subprocess on a free port; stopped (SIGINT, like Ctrl-C) at teardown."""
 
-    def __init__(self, root: Path, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(
+        self, root: Path, host: str = "127.0.0.1", token: str | None = None, read_only: bool = False
+    ) -> None:
         self.port = free_port()
         self.base = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{self.port}"
         cmd = [
@@ -118,6 +120,8 @@ class Server:
         ]
         if token:
             cmd += ["--token", token]
+        if read_only:
+            cmd.append("--read-only")
         self.proc = subprocess.Popen(
             cmd,
             env={**os.environ, "PYTHONPATH": SRC},

@@ -4,8 +4,8 @@ An agent's context is small, so every answer is compact JSON: series thinned to 
 (``reader.chart_points``: M4, spikes kept), long texts cut with a note of how to ask for all of it, SQL
 results cut to a row limit. Each tool is a thin wrapper of the read API (``reader``), its wording
 (``reader.as_text``), the config diff (``reader.differing``) and read-only SQL (``tunetrack.sql``); a
-long-lived ``reader.Catalog`` keeps parsed runs between calls. ``tag_run`` and ``note_run``
-(``tunetrack.manage``) exist only when the server was started with ``allow_edits``.
+long-lived ``reader.Catalog`` keeps parsed runs between calls. ``tag_run``, ``note_run`` and
+``stop_run`` (``tunetrack.manage``) exist only when the server was started with ``allow_edits``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import aggregates, metric_keys
+from ..edits import author
 from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
 from ..reader.as_text import last_lines, overview, samples_listed, short
@@ -421,6 +422,17 @@ class Tools:
         r = note_run(run, text, dir=self.dir)
         return dumps({"id": r.id, "name": r.name, "notes": len(r.notes)})
 
+    def stop_run(self, run: str, reason: str = "") -> str:
+        """Ask a live run to stop (``tunetrack stop``): its process finds the request within seconds,
+        its adapter stops training cleanly (the Trainer saves and ends), and it ends ``stopped``.
+        ``reason``: one line, shown with its state. A run that is not running is an error. Answers the
+        run's state and the stop request (the first one counts: asking twice changes nothing)."""
+        from ..manage import stop_run
+
+        # who asked says it was an agent: a person reading the run's state knows whom to ask why
+        r = stop_run(run, reason, dir=self.dir, by=f"{author()} (mcp)")
+        return dumps({"id": r.id, "name": r.name, "state": r.state, "stop": r.stop_request})
+
     def names(self) -> list[str]:
         """The tools served: the edits only when allowed."""
         read = [
@@ -436,7 +448,7 @@ class Tools:
             "get_lineage",
             "query",
         ]
-        return read + (["tag_run", "note_run"] if self.allow_edits else [])
+        return read + (["tag_run", "note_run", "stop_run"] if self.allow_edits else [])
 
 
 def _require(keys: list[str], runs: list[Any]) -> None:

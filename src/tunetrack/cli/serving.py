@@ -86,8 +86,17 @@ def watch_command(
 )
 @click.option("--port", type=click.IntRange(0, 65535), default=8477, show_default=True)
 @click.option("--token", default=None, help="Token for non-loopback access (default: generated and printed).")
-def ui_command(dir: str | None, host: str, port: int, token: str | None) -> None:
-    """Start the live local dashboard and print its address; Ctrl-C stops it."""
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Change nothing: no Stop button, and every request that would change the store is refused.",
+)
+def ui_command(dir: str | None, host: str, port: int, token: str | None, read_only: bool) -> None:
+    """Start the live local dashboard and print its address; Ctrl-C stops it.
+
+    Its one change to the store is the run page's Stop button (a live run asked to stop, as
+    `tunetrack stop` asks); --read-only turns it off.
+    """
     try:
         import uvicorn
 
@@ -105,6 +114,6 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None) -> None
         + (f"?token={token}" if token else "")
         + "  (Ctrl-C stops)"
     )
-    app = create_app(dir, token)
+    app = create_app(dir, token, read_only)
     warm(app)  # the runs table is built while the server starts and the browser opens
     uvicorn.run(app, host=host, port=port, log_level="warning")

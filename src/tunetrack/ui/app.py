@@ -1,4 +1,5 @@
-"""The dashboard server: a read-only JSON API over ``tunetrack.reader`` and three static pages.
+"""The dashboard server: a JSON API over ``tunetrack.reader`` and the static pages. It reads; its one
+change is asking a live run to stop (``routes.steering``), which ``read_only`` turns off.
 
 ``create_app`` only assembles: the guard around every request (``security``: the token, the
 Content-Security-Policy), the routes by topic (``routes``), which reach the store's ``Catalog`` through
@@ -16,19 +17,28 @@ from fastapi.staticfiles import StaticFiles
 from ..reader import Catalog
 from ..reader.sweeps import Configs
 from . import assets, security
-from .routes import compare, media, pages, produced, runs, samples, sweeps
+from .routes import compare, media, pages, produced, runs, samples, steering, sweeps
 
 
-def create_app(root: str | os.PathLike[str] | None = None, token: str | None = None) -> FastAPI:
-    """The app over the store at ``root``; with ``token``, every request must carry it."""
-    app = FastAPI(title="tunetrack", version="1", summary="Read-only API over a tunetrack run store.")
+def create_app(
+    root: str | os.PathLike[str] | None = None, token: str | None = None, read_only: bool = False
+) -> FastAPI:
+    """The app over the store at ``root``; with ``token``, every request must carry it; ``read_only``:
+    every change is refused (and the pages offer none)."""
+    app = FastAPI(
+        title="tunetrack",
+        version="1",
+        summary="API over a tunetrack run store: it reads, and stops live runs.",
+    )
     app.middleware("http")(security.guard(token))
+    app.state.read_only = read_only
+    app.state.with_token = token is not None  # whether requests carry a token (``security.writable``)
     app.state.catalog = Catalog(root)
     app.state.listings = runs.Listings()
     app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
     app.state.root = root  # the artifacts beside the runs are read from it (``routes.produced``)
     app.state.lineages = produced.Lineages()  # the store's lineage graph, built once per version
-    for topic in (runs, compare, media, samples, sweeps, produced):
+    for topic in (runs, compare, media, samples, sweeps, produced, steering):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/

@@ -1,5 +1,7 @@
 """The dashboard's guard, around every request (pages, API, static files): the token where the server
-asks for one, and the headers that keep a page from running anything but our own scripts.
+asks for one, and the headers that keep a page from running anything but our own scripts; and, for
+the few requests that change the store (``writable``), the checks that keep another site's page from
+sending them through a user's browser.
 
 Safe by default: the CLI binds 127.0.0.1; on any other address every request must carry the token
 (``?token=`` once, then a cookie; or ``Authorization: Bearer``). Pages never run inline scripts (the
@@ -9,9 +11,11 @@ Content-Security-Policy forbids them) and render user strings as text.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
 CSP = (
@@ -52,3 +56,37 @@ def guard(token: str | None) -> Callable[[Request, CallNext], Awaitable[Response
         return response
 
     return middleware
+
+
+def writable(request: Request) -> None:
+    """A dependency of every route that changes the store: refused (403) on a server started
+    ``--read-only``, and refused to a page of another site (cross-site request forgery). Such a page
+    can make the browser post a form to us, but not with ``Content-Type: application/json`` without
+    asking first (a CORS preflight, which this server never allows): anything else is a 415. A request
+    whose ``Origin`` is not this server is a 403. Without a token the server is on the loopback only,
+    so a ``Host`` that is not a loopback name is a page whose name was pointed at this machine (DNS
+    rebinding: its Origin and Host agree): a 403 too."""
+    state = request.app.state
+    if state.read_only:
+        raise HTTPException(403, "this dashboard is read-only (tunetrack ui --read-only): it changes nothing")
+    host = request.headers.get("host", "")
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != host:
+        raise HTTPException(403, f"refused a change asked by another site's page (Origin: {origin})")
+    if not state.with_token and not _loopback(urlsplit(f"//{host}").hostname or ""):
+        raise HTTPException(
+            403, f"refused a change sent to {host!r}: without --token, changes come from this machine only"
+        )
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise HTTPException(415, "a change is sent as JSON (Content-Type: application/json)")
+
+
+def _loopback(name: str) -> bool:
+    """Whether a host name is this machine's loopback: ``localhost``, ``127.0.0.1``, ``::1``."""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -41,6 +41,7 @@ PAGES = [
     "docs/names.md",
     "docs/agents.md",
     "docs/alerts.md",
+    "docs/ui.md",
 ]
 #: the loss threshold of the sweeps examples, for these tiny models (see the module's docstring)
 THRESHOLD = ("eval/loss:min < 0.7", "eval/loss:min < 5.4")
@@ -769,6 +770,7 @@ ELSEWHERE = {
     "tunetrack show 5": "an id prefix two runs share: tests/test_cli.py::test_ambiguous_prefix_and_name",
     "tunetrack mcp": "test_mcp_on_the_real_runs (this module)",
     "tunetrack ui": "tests/ui",
+    "tunetrack ui --read-only": "tests/ui/test_stop_ui.py::test_read_only_offers_no_stop_and_who_asked_renders_as_text",
     "tunetrack sync": "tests/objectstore/test_sync.py",
     "tunetrack tag": "tests/test_manage.py",
     "tunetrack rename": "tests/test_manage.py",

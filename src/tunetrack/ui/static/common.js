@@ -18,8 +18,12 @@ export function chartsReady() {
     chartsLoaded() ? resolve() : reject(new Error(NO_CHARTS))), { once: true }));
 }
 
-export async function api(path) {
-  const response = await fetch(path, { credentials: "same-origin" });
+// GET `path`; with `body`, POST it as JSON (how the server takes a change: from its own pages only,
+// as a cross-site form cannot send JSON). The answer's JSON, or the API's one line as the error.
+export async function api(path, body) {
+  const change = body === undefined ? {}
+    : { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) };
+  const response = await fetch(path, { credentials: "same-origin", ...change });
   if (!response.ok) throw await failure(response);
   return response.json();
 }
@@ -293,14 +297,21 @@ export function duration(run) {
   const s = Math.max(0, Math.floor(end - run.created));  // whole seconds gone by, as the server counts them
   return s >= 3600 ? `${Math.floor(s / 3600)}h${String(Math.floor(s % 3600 / 60)).padStart(2, "0")}m` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
 }
-const STATES = ["running", "finished", "failed", "killed", "crashed"];  // states.STATES
+const STATES = ["running", "finished", "failed", "killed", "crashed", "stopped"];  // states.STATES
 // A run's state as a coloured badge, with the known failure it ended in (`failed: CUDA out of memory
-// on rank 0`, as `tunetrack ls` says it); the whole text also on hover, where a cell cuts it short.
-export function stateBadge(state, failure) {
-  const text = failure ? `${state}: ${failure}` : state;
+// on rank 0`, as `tunetrack ls` says it) or another `detail` (stateWorded's); the whole text also on
+// hover, where a cell cuts it short.
+export function stateBadge(state, detail) {
+  const text = detail ? `${state}: ${detail}` : state;
   const badge = el("span", text, `state state-${STATES.includes(state) ? state : "unknown"}`);
   badge.title = text;
   return badge;
+}
+// A run's state as the server words it (reader/as_text.py's `state`: `failed: CUDA out of memory on
+// rank 0`, `stopped: by ana@gpu1, loss diverged`, `running: stop asked by ...`) as a badge.
+export function stateWorded(text) {
+  const [state, ...detail] = text.split(": ");
+  return stateBadge(state, detail.join(": ") || null);
 }
 // The facts that name runs (reader/as_text.py's fork_facts): "ID@STEP (name)" parts, "; "-separated.
 const RUN_FACTS = ["forked from", "forks"];
@@ -312,10 +323,8 @@ export function showFacts(list, facts, runLink) {
   for (const [label, text] of facts) {
     const dd = el("dd");
     dd.dataset.fact = label;
-    if (label === "state") {
-      const [state, ...failure] = text.split(": ");
-      dd.append(stateBadge(state, failure.join(": ") || null));
-    } else if (runLink && RUN_FACTS.includes(label)) {
+    if (label === "state") dd.append(stateWorded(text));
+    else if (runLink && RUN_FACTS.includes(label)) {
       text.split("; ").forEach((part, i) => {
         const link = el("a", part);
         link.href = runLink(part.split("@")[0]);

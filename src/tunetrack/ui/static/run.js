@@ -1,6 +1,6 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
-import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
+import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
 const chartsLoading = chartsReady();
@@ -8,6 +8,10 @@ chartsLoading.catch(() => {});  // reported where the charts would be
 const runId = decodeURIComponent(location.pathname.split("/").pop());
 const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape}
 let run = null;
+// Whether this server changes nothing (`tunetrack ui --read-only`): then no Stop button. Asked at once,
+// beside the run; until the answer, nothing is offered that the server might refuse.
+let readOnly = true;
+const serverAsked = api("/api/server").then(s => { readOnly = s.read_only; }, () => {});
 const EVENT_COLORS = { checkpoint: "#16a34a", evaluation: "#2563eb", rewind: "#d97706", health: "#dc2626" };
 
 function opts() {
@@ -300,9 +304,41 @@ function showLogsAt(time) {
   const box = document.getElementById("logs");
   following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
 }
+// The header's state as the overview words it: who asked a live run to stop, who stopped one and why.
 function showState() {
-  document.getElementById("state").replaceWith(Object.assign(stateBadge(run.state, run.failure), { id: "state" }));
+  const worded = run.overview.facts.find(([label]) => label === "state")?.[1] ?? run.state;
+  document.getElementById("state").replaceWith(Object.assign(stateWorded(worded), { id: "state" }));
+  // Stop: offered for a running run nobody has asked yet (the first request is the one that counts)
+  const offered = !readOnly && run.state === "running" && !run.stop;
+  document.getElementById("stop").hidden = !offered;
+  if (!offered) document.getElementById("stop-form").hidden = true;
 }
+// The Stop button opens a line that asks for a reason (optional) and sends the request; the state then
+// says who asked, and once the run has ended, how it ended.
+const stopForm = document.getElementById("stop-form");
+function closeStop() {
+  stopForm.hidden = true;
+  document.getElementById("stop-error").textContent = "";
+}
+document.getElementById("stop").addEventListener("click", () => {
+  stopForm.hidden = false;
+  document.getElementById("stop-reason").focus();
+});
+document.getElementById("stop-cancel").addEventListener("click", closeStop);
+stopForm.addEventListener("keydown", e => { if (e.key === "Escape") closeStop(); });
+stopForm.addEventListener("submit", async e => {
+  e.preventDefault();
+  const send = stopForm.querySelector("button[type=submit]");
+  send.disabled = true;
+  try {
+    await api(`/api/runs/${encodeURIComponent(runId)}/stop`, { reason: document.getElementById("stop-reason").value });
+    closeStop();
+    document.getElementById("stop").hidden = true;
+    refresh();  // the state says who asked, now rather than at the next poll
+  } catch (err) {
+    document.getElementById("stop-error").textContent = `could not stop the run: ${err.message}`;
+  } finally { send.disabled = false; }
+});
 // A run that cannot be shown: the one line that says why, and none of the page's empty parts.
 function cannot(message) {
   const error = document.getElementById("error");
@@ -324,6 +360,7 @@ async function start() {
   document.getElementById("title").textContent = `${run.name} (${run.id})`;
   document.getElementById("title").title = `${run.name} (${run.id})`;
   document.title = `${run.name} · tunetrack`;
+  await serverAsked;
   showState();
   const traceback = document.getElementById("traceback");
   traceback.textContent = run.error || "";

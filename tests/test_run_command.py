@@ -186,3 +186,78 @@ def test_sigterm_to_tunetrack_run_is_passed_on_and_the_run_reads_killed(tmp_path
     assert time.monotonic() - started < 20  # the command got it: it did not sleep its minute out
     [run] = list_runs(tmp_path)
     assert (run.state, run.exit_code) == ("killed", 143)
+
+
+TRAIN = """
+import argparse, time
+from tunetrack import Tracker
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float)
+lr = parser.parse_args().lr
+run = Tracker(config={"lr": lr})
+step = 0
+while not run.should_stop:
+    step += 1
+    run.log({"loss": 1.0 / step, "eval_loss": 2.0 if step < 5 else 50.0}, step=step)
+    time.sleep(0.02)
+"""
+
+
+def test_the_skill_s_steering_commands_as_written(tmp_path):
+    """The block of the agent skill that launches and stops runs, run as an agent runs it, in a
+    project whose train.py trains until it is asked to stop."""
+    from tunetrack.cli.skills import skill_text
+
+    lines = (
+        skill_text().split("<!-- steering -->", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+    )
+    launch, stop = (shlex.split(line) for line in lines)
+    assert launch[:2] == ["tunetrack", "run"] and stop[:2] == ["tunetrack", "stop"]
+    (tmp_path / "train.py").write_text(TRAIN)
+    bin_first = f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}"  # `python` is this one
+    env = {**os.environ, "PYTHONPATH": SRC, "PATH": bin_first, "TUNETRACK_CONTROL_INTERVAL": "0.1"}
+    launch = [
+        sys.executable,
+        "-m",
+        *("tunetrack" if a == "tunetrack" else a.replace("PROJECT", "p") for a in launch),
+    ]
+    running = subprocess.Popen(launch, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    name = launch[launch.index("--name") + 1]
+    store = tmp_path / "tunetrack_runs"
+    wait_until(lambda: store.exists() and list_runs(store) and len(open_run(name, dir=store).processes) == 2)
+    stop = [sys.executable, "-m", *(name if a == "RUN" else a for a in stop)]
+    assert subprocess.run(stop, cwd=tmp_path, env=env, capture_output=True, text=True).returncode == 0
+    assert running.wait(timeout=60) == 0
+    run = open_run(name, dir=store)
+    assert (run.project, run.state, run.flat_config["lr"]) == ("p", "stopped", 3e-4)
+    assert run.stop_request["reason"] == "eval loss diverged"
+
+
+def test_rules_given_to_tunetrack_run_act_in_the_training_it_runs(tmp_path):
+    """--rules: the file reaches the process that trains; its threshold rule stops the run."""
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\nname = "diverged"\nmetric = "eval/loss"\nabove = 10\nstop = true\n')
+    (tmp_path / "train.py").write_text(TRAIN)
+    done = tunetrack(
+        tmp_path / "runs",
+        "run",
+        "--rules",
+        str(rules),
+        "--",
+        sys.executable,
+        str(tmp_path / "train.py"),
+        "--lr",
+        "0.1",
+        env={"TUNETRACK_CONTROL_INTERVAL": "0.1"},
+    )
+    assert done.returncode == 0, done.stderr
+    [run] = list_runs(tmp_path / "runs")
+    assert run.state == "stopped" and run.stop_request["by"] == "rule"
+    [fired] = [e for e in run.events() if e["kind"] == "rule"]
+    assert fired["step"] == 5 and run.last_step < 100
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[rule]]\nname = "x"\n')
+    refused = tunetrack(tmp_path / "runs", "run", "--rules", str(bad), "--", sys.executable, "-c", "pass")
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "rule 'x'" in refused.stderr
+    assert len(list_runs(tmp_path / "runs")) == 1  # nothing ran

@@ -22,6 +22,12 @@ from .options import dir_option, run_argument
     help="Seconds a command whose adapter was asked to stop has to stop by itself before it is sent "
     "SIGTERM (a command with no adapter gets it at once).",
 )
+@click.option(
+    "--rules",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A rules file (docs/alerts.md#rules) for the training the command runs: $TUNETRACK_RULES there.",
+)
 @dir_option()
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 @friendly
@@ -30,6 +36,7 @@ def run_command(
     name: str | None,
     tags: tuple[str, ...],
     stop_grace: float,
+    rules: str | None,
     dir: str | None,
     command: tuple[str, ...],
 ) -> None:
@@ -44,10 +51,16 @@ def run_command(
     join it too. The run ends as the command did (finished, failed, killed, or stopped by
     `tunetrack stop`), and the exit code is passed through.
     """
+    import os
     import sys
 
     from ..attach.command import run_command as run
 
+    if rules is not None:
+        from ..monitoring.rules import load_rules
+
+        load_rules(rules)  # a bad file stops here, in one line, before anything runs
+        os.environ["TUNETRACK_RULES"] = os.path.abspath(rules)  # the processes the command starts
     sys.exit(run(list(command), project=project, name=name, tags=tags, dir=dir, stop_grace=stop_grace))
 
 

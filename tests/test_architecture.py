@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
         "attach",
     },  # `tunetrack ui`: the dashboard; `tunetrack run`
     # `tunetrack run`: a command recorded as a run, the adapters attached inside it with no code change
-    "attach": {"integrations", "tracker", "reader"},
+    "attach": {"integrations", "tracker", "reader", "system"},
     "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
     "ui": {"reader", "manage"},  # manage: the Stop button asks a run to stop, as `tunetrack stop`

@@ -261,3 +261,19 @@ def test_rules_given_to_tunetrack_run_act_in_the_training_it_runs(tmp_path):
     refused = tunetrack(tmp_path / "runs", "run", "--rules", str(bad), "--", sys.executable, "-c", "pass")
     assert refused.returncode == 1 and refused.stderr.count("\n") == 1 and "rule 'x'" in refused.stderr
     assert len(list_runs(tmp_path / "runs")) == 1  # nothing ran
+
+
+def test_the_command_s_memory_is_its_process_tree_s(tmp_path):
+    """The system metrics of `tunetrack run` count the command's processes, not only its own."""
+    code = "import time\nblock = bytearray(300 * 2**20)\nfor i in range(len(block) // 4096): block[i * 4096] = 1\ntime.sleep(3)"
+    done = tunetrack(
+        tmp_path,
+        "run",
+        "--",
+        *python(code),
+        env={"TUNETRACK_SYSTEM_INTERVAL": "0.5", "TUNETRACK_SYSTEM": "1"},
+    )
+    assert done.returncode == 0, done.stderr
+    [run] = list_runs(tmp_path)
+    [rss] = run.system_series("proc.rss_bytes").values()  # one node
+    assert max(rss.values) > 300 * 2**20  # the child's 300 MB block counted

@@ -2,7 +2,7 @@
 
 This process creates the run (as ``Role.COMMAND``: its end is the run's), records the console of the
 command and of everything it starts (they inherit its captured terminal), the machine's system
-metrics, the command line (as the run's ``command`` and in its config), the exit code and the
+metrics (the process share summed over the command's process tree: ``system.host``), the command line (as the run's ``command`` and in its config), the exit code and the
 duration, then starts the command with the run's id in its environment (``environment``). Inside,
 an adapter attaches itself to the framework that trains (``hooks``) and its tracker joins the run,
 so metrics, config, checkpoints and samples land in the same run; a launcher's workers (torchrun,
@@ -32,6 +32,7 @@ from typing import Any
 from .. import settings
 from ..failures import TRACEBACK, signal_name
 from ..states import State
+from ..system import default_sources
 from ..tracker import EndFields, Role, Tracker
 from .environment import child_environment
 
@@ -78,7 +79,9 @@ def run_command(
     store_text = os.fspath(store if isinstance(store, str) else store.resolve())
     line = shlex.join(command)
     sys.argv = list(command)  # the process's recorded command line (``provenance``) is the command's
-    tracker = CommandTracker(project=project, name=name, tags=list(tags), dir=store_text)
+    tracker = CommandTracker(
+        project=project, name=name, tags=list(tags), dir=store_text, system_sources=default_sources(tree=True)
+    )
     tracker.start()
     if tracker.id is None:  # the run could not be created (warned about): the command still runs
         return _exit_code(subprocess.call(list(command)))

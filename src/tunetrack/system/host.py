@@ -6,6 +6,7 @@ so when a cgroup v2 limit is set, ``cpu.percent`` and ``mem.*`` are reported aga
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -43,16 +44,35 @@ def cgroup_cpu_usage_us(root: Path = CGROUP) -> int | None:
     return None
 
 
+def _each(procs: list[Any], read: Any) -> list[Any]:
+    """``read(p)`` of each process still there (one that exited since it was listed is left out)."""
+    import psutil
+
+    out = []
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            out.append(read(proc))
+    return out
+
+
 class HostSource:
-    """CPU, memory, disk and network of this machine (or its cgroup), and this process's share."""
+    """CPU, memory, disk and network of this machine (or its cgroup), and this process's share; with
+    ``tree``, the share of this process and every process it started (``tunetrack run``: the command
+    it runs, and the workers a launcher starts), summed."""
 
     name = "host"
 
-    def __init__(self, disk_path: str | os.PathLike[str] | None = None, cgroup_root: Path = CGROUP) -> None:
+    def __init__(
+        self, disk_path: str | os.PathLike[str] | None = None, cgroup_root: Path = CGROUP, tree: bool = False
+    ) -> None:
         import psutil
 
         self._psutil = psutil
         self._proc = psutil.Process()
+        self._tree = tree
+        self._known: dict[
+            int, Any
+        ] = {}  # the processes of the tree, kept: cpu_percent counts since the last call
         self._fields = FieldReader(self.name)
         self._disk_path = str(disk_path or os.getcwd())
         self._cgroup = cgroup_root
@@ -96,9 +116,10 @@ class HostSource:
         read = self._fields.read
         read(out, "cpu.percent", self._psutil.cpu_percent, None)
         read(out, "cpu.count", self._psutil.cpu_count)
-        read(out, "proc.cpu_percent", self._proc.cpu_percent, None)
-        read(out, "proc.rss_bytes", lambda: self._proc.memory_info().rss)
-        read(out, "proc.num_threads", self._proc.num_threads)
+        procs = self._processes()
+        read(out, "proc.cpu_percent", lambda: sum(_each(procs, lambda p: p.cpu_percent(None))))
+        read(out, "proc.rss_bytes", lambda: sum(_each(procs, lambda p: p.memory_info().rss)))
+        read(out, "proc.num_threads", lambda: sum(_each(procs, lambda p: p.num_threads())))
         read(out, "_vm", self._psutil.virtual_memory, field="mem")
         vm = out.pop("_vm", None)
         if vm is not None:
@@ -116,6 +137,25 @@ class HostSource:
         if self._cpu_limit:
             out["cpu.limit"] = self._cpu_limit
         return out
+
+    def _processes(self) -> list[Any]:
+        """This process, and with ``tree`` its descendants now; one seen for the first time has its CPU
+        counter started (it counts from the next sample)."""
+        if not self._tree:
+            return [self._proc]
+        try:
+            found = [self._proc, *self._proc.children(recursive=True)]
+        except self._psutil.Error:
+            found = [self._proc]
+        known = {}
+        for proc in found:
+            kept = self._known.get(proc.pid)
+            if kept is None or kept != proc:  # new, or a pid reused by another process
+                _each([proc], lambda p: p.cpu_percent(None))
+                kept = proc
+            known[proc.pid] = kept
+        self._known = known
+        return list(known.values())
 
     def close(self) -> None:
         """Nothing to release: psutil holds no handles between samples."""

@@ -19,13 +19,14 @@ log = logging.getLogger("tunetrack.system")
 MIN_INTERVAL = 0.1
 
 
-def default_sources(disk_path: str | None = None) -> list[Source]:
-    """Every built-in source that works on this machine; the missing ones cost one info line."""
+def default_sources(disk_path: str | None = None, tree: bool = False) -> list[Source]:
+    """Every built-in source that works on this machine; the missing ones cost one info line. ``tree``:
+    the host's process share is this process's and its descendants' (``host.HostSource``)."""
     sources: list[Source] = []
     try:
         from .host import HostSource
 
-        sources.append(HostSource(disk_path))
+        sources.append(HostSource(disk_path, tree=tree))
     except Exception as exc:  # psutil missing or /proc unreadable
         log.info("tunetrack: host metrics unavailable (%s)", exc)
     from .gpu import gpu_sources

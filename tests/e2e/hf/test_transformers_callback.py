@@ -421,7 +421,6 @@ def test_on_nan_stop_saves_and_stops_cleanly(tmp_path, root, tok):
         (4, "grad_norm_nonfinite")
     ]
     assert (tmp_path / "out" / "checkpoint-4").is_dir()
-    assert run.state == "finished"
 
 
 def test_quickstart_example(tmp_path, monkeypatch, capsys):

@@ -173,6 +173,8 @@ def tests(session: nox.Session) -> None:
         "duckdb>=1.2",
         "polars",
         "mcp>=1.2",
+        "textual>=1.0",  # tunetrack tui (the tui extra)
+        "textual-plotext>=1.0",
         "-e",
         "examples/backend_package",
     )

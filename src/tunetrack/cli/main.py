@@ -9,7 +9,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``steering``: ``run``, ``stop``
-- ``serving``: ``ui``, ``watch``
+- ``serving``: ``ui``, ``tui``, ``watch``
 - ``asking``: ``query``, ``mcp``
 - ``skills``: ``skills`` (add, show: the skill file that teaches coding agents this CLI)
 
@@ -41,7 +41,7 @@ from .reading import (
     samples_command,
     show_command,
 )
-from .serving import ui_command, watch_command
+from .serving import tui_command, ui_command, watch_command
 from .skills import skills_group
 from .steering import run_command, stop_command
 
@@ -82,6 +82,7 @@ for _command in (
     stop_command,
     watch_command,
     ui_command,
+    tui_command,
 ):
     cli.add_command(_command)
 

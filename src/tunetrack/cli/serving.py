@@ -1,5 +1,6 @@
-"""The commands that keep running until Ctrl-C: ``ui`` (the live dashboard, ``tunetrack.ui``) and
-``watch`` (alerts for crashed and stalled runs; the watcher itself is ``watch.Watcher``)."""
+"""The commands that keep running until Ctrl-C: ``ui`` (the live dashboard, ``tunetrack.ui``),
+``tui`` (the terminal view, ``tunetrack.tui``) and ``watch`` (alerts for crashed and stalled runs;
+the watcher itself is ``watch.Watcher``)."""
 
 from __future__ import annotations
 
@@ -117,3 +118,34 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None, read_on
     app = create_app(dir, token, read_only)
     warm(app)  # the runs table is built while the server starts and the browser opens
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@click.command("tui")
+@click.argument("runs", nargs=-1)
+@dir_option(path=False)
+@click.option("--project", default=None, help="Only this project's runs.")
+@click.option(
+    "--where", default="", help="Only the runs this expression keeps (as ls --where); / changes it."
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.2),
+    default=2.0,
+    show_default=True,
+    help="Seconds between looks.",
+)
+@friendly
+def tui_command(
+    runs: tuple[str, ...], dir: str | None, project: str | None, where: str, interval: float
+) -> None:
+    """The runs in this terminal: a runs pane, a chart of the picked runs, the console of the one under
+    the cursor, all following live runs; over SSH, with no browser and no port. RUN...: picked for the
+    chart at the start. Keys: / filter, space pick, m metric, r refresh, ? help, q quit. Needs
+    pip install 'tunetrack[tui]'."""
+    try:
+        from ..tui.app import TunetrackApp
+    except ImportError as exc:
+        raise click.ClickException(
+            f"tunetrack tui needs textual: pip install 'tunetrack[tui]' ({exc})"
+        ) from None
+    TunetrackApp(dir, project, list(runs), where, interval).run()

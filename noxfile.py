@@ -157,6 +157,7 @@ def lint(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The core: tracker, writer, store, reader, config, system metrics, CLI, packaging (no training)."""
     _env(session)
+    _apt(session, "tmux", "/usr/bin/tmux")  # tunetrack tui in a real terminal
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
     # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point;
     # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras); polars: a
@@ -251,19 +252,24 @@ def deepspeed(session: nox.Session) -> None:
     _pytest(session, "deepspeed", "tests/e2e/deepspeed", "-m", "e2e")
 
 
-def _chromium(session: nox.Session) -> None:
-    """Debian's Chromium for the browser tests, installed by the session itself (never `playwright install`)."""
-    if not Path("/usr/bin/chromium").exists():
+def _apt(session: nox.Session, package: str, binary: str) -> None:
+    """Debian's ``package``, installed by the session itself when ``binary`` is missing."""
+    if not Path(binary).exists():
         session.run("apt-get", "update", "-q", external=True)
         session.run(
             "apt-get",
             "install",
             "-y",
             "-q",
-            "chromium",
+            package,
             external=True,
             env={"DEBIAN_FRONTEND": "noninteractive"},
         )
+
+
+def _chromium(session: nox.Session) -> None:
+    """Debian's Chromium for the browser tests, installed by the session itself (never `playwright install`)."""
+    _apt(session, "chromium", "/usr/bin/chromium")
 
 
 @nox.session(python="3.11")

@@ -10,10 +10,7 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
-
-from support.helpers import SRC  # noqa: E402
+from support.helpers import SRC, wait_until  # noqa: E402
 from tunetrack import Tracker  # noqa: E402
 from tunetrack.tui.app import TunetrackApp  # noqa: E402
 from tunetrack.tui.model import Model  # noqa: E402
@@ -87,7 +84,9 @@ import time; time.sleep(0.5)
 os.kill(os.getpid(), signal.SIGKILL)
 """
     env = {**os.environ, "PYTHONPATH": SRC}
-    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True
+    )
     assert done.returncode == -signal.SIGKILL
 
     async def drive() -> None:
@@ -98,3 +97,56 @@ os.kill(os.getpid(), signal.SIGKILL)
             await until(pilot, lambda: any("the last words" in str(line.text) for line in console.lines))
 
     asyncio.run(drive())
+
+
+def test_in_a_real_terminal(tmp_path):
+    """``tunetrack tui`` as a user starts it, in tmux: the runs show, a filter typed on the keyboard
+    narrows them, q quits."""
+    for name, loss in (("alpha", 1.0), ("beta", 2.0)):
+        with Tracker(project="p", name=name, dir=tmp_path, console=False, system=False) as run:
+            run.log({"loss": loss}, step=1)
+    session = f"tt-{os.getpid()}"
+    command = f"PYTHONPATH={SRC} {sys.executable} -m tunetrack tui --dir {tmp_path} --interval 0.3"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "110", "-y", "32", command], check=True)
+
+    def screen() -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True
+        ).stdout
+
+    def shows(condition) -> None:
+        try:
+            wait_until(lambda: condition(screen()), timeout=30)
+        except AssertionError:
+            raise AssertionError(f"the screen does not show it:\n{screen()}") from None
+
+    try:
+        shows(lambda text: "alpha" in text and "beta" in text and "finished" in text)
+        subprocess.run(["tmux", "send-keys", "-t", session, "/"], check=True)
+        # typed only once the filter has the focus (its border takes the accent colour), as a person
+        # types after seeing it: keys sent sooner would reach the runs pane, where m is a binding
+        wait_until(
+            lambda: _focused_filter(
+                subprocess.run(
+                    ["tmux", "capture-pane", "-t", session, "-p", "-e"], capture_output=True, text=True
+                ).stdout
+            )
+        )
+        subprocess.run(["tmux", "send-keys", "-t", session, "-l", "name = 'beta'"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
+        shows(lambda text: "beta" in text and "alpha" not in text.split("\n", 4)[-1])
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        wait_until(
+            lambda: (
+                subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode != 0
+            ),
+            timeout=30,
+        )
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def _focused_filter(screen: str) -> bool:
+    """Whether the filter's box is drawn in the focus colour (Textual's accent, 256-colour 32)."""
+    line = next((line for line in screen.splitlines() if "filter:" in line), "")
+    return "38;5;32m" in line.split("filter:")[0]

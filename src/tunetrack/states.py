@@ -25,5 +25,16 @@ class State(StrEnum):
     STOPPED = "stopped"
 
 
+#: Each state's colour in a terminal (rich's names; read on dark and light backgrounds alike): the
+#: CLI's tables and the terminal view
+COLOURS: dict[str, str] = {
+    State.RUNNING: "cyan",
+    State.FINISHED: "green",
+    State.FAILED: "red",
+    State.KILLED: "yellow",
+    State.CRASHED: "magenta",
+    State.STOPPED: "blue",
+}
+
 #: Every state a run can be in, as the strings a user types (``--state``, ``state = 'failed'``).
 STATES: tuple[str, ...] = tuple(state.value for state in State)

@@ -38,20 +38,11 @@ from ..reader.as_text import (
 )
 from ..reader.checkpoints import Checkpoint, suite_keys
 from ..reader.samples import cell_text, visible
-from ..states import State
+from ..states import COLOURS
 from ..values import is_number
 from .plot import plot
 
 T = TypeVar("T")
-
-STATE_STYLE: dict[str, str] = {
-    State.RUNNING: "cyan",
-    State.FINISHED: "green",
-    State.FAILED: "red",
-    State.KILLED: "yellow",
-    State.CRASHED: "magenta",
-    State.STOPPED: "blue",
-}
 
 
 # -- small formatters ----------------------------------------------------------------------------
@@ -63,7 +54,7 @@ def console() -> Console:
 
 def state_text(state: str) -> Text:
     """A state (``as_text.state``: with the failure it ended in), coloured by the state."""
-    return Text(state, style=STATE_STYLE.get(state.split(":")[0], ""))
+    return Text(state, style=COLOURS.get(state.split(":")[0], ""))
 
 
 @contextlib.contextmanager

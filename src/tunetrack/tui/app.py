@@ -20,17 +20,9 @@ from textual.widgets import DataTable, Footer, Header, Input, RichLog, Static
 from textual_plotext import PlotextPlot
 
 from ..reader.as_text import line_text
+from ..states import COLOURS
 from .model import Model, Row, shown_state
 
-#: the states' colours, readable on dark and light terminals (the dashboard's hues)
-STATE_STYLE = {
-    "running": "cyan",
-    "finished": "green",
-    "failed": "red",
-    "killed": "yellow",
-    "crashed": "magenta",
-    "stopped": "blue",
-}
 HELP = (
     "/ filter (the --where language: state = 'running', config.lr < 1e-3, loss:min < 2)   "
     "space pick for the chart   m metric (a key or a regular expression)   r refresh   q quit"
@@ -44,7 +36,7 @@ class TunetrackApp(App[None]):
     CSS = """
     #runs { height: 1fr; }
     #right { width: 2fr; }
-    #left { width: 1fr; min-width: 40; }
+    #left { width: 1fr; min-width: 50; }
     #chart { height: 2fr; }
     #console { height: 1fr; border-top: solid $accent; }
     #problem { color: $error; height: auto; }
@@ -118,7 +110,7 @@ class TunetrackApp(App[None]):
         table.clear()
         for row in self._rows:
             mark = "●" if row.id in self.model.picked else " "
-            cells = [Text(mark), Text(row.state, style=STATE_STYLE.get(shown_state(row), ""))]
+            cells = [Text(mark), Text(row.state, style=COLOURS.get(shown_state(row), ""))]
             cells += [
                 Text(row.name),
                 Text(row.project),

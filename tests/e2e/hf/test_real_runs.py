@@ -43,6 +43,7 @@ PAGES = [
     "docs/alerts.md",
     "docs/ui.md",
     "docs/run.md",
+    "docs/tui.md",
 ]
 #: the loss threshold of the sweeps examples, for these tiny models (see the module's docstring)
 THRESHOLD = ("eval/loss:min < 0.7", "eval/loss:min < 5.4")
@@ -786,6 +787,7 @@ ELSEWHERE = {
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack skills": "tests/test_skills.py",
+    "tunetrack tui": "tests/test_tui.py (Textual's pilot, and tmux)",
     "tunetrack run": "tests/test_run_command.py; with each framework: tests/e2e/*/ (test_run_command.py, "
     "test_torchtune.py, test_llamafactory.py, test_swift.py)",
     "tunetrack stop": "tests/test_stop.py, tests/test_run_command.py, tests/e2e/hf/test_run_command.py, "

@@ -149,13 +149,26 @@ def _outcome(
     code: int, tracker: Tracker, store: str, received: list[int], terminated: float | None
 ) -> tuple[str, str | None]:
     """The run's state and error for the command's exit ``code``."""
-    if tracker.should_stop and (code == 0 or terminated is not None):
+    if (code == 0 or terminated is not None) and _stop_asked(tracker, store):
         return State.STOPPED, None
     if code == 0:
         return State.FINISHED, None
     if received:
         return State.KILLED, None
     return State.FAILED, _traceback(tracker, store) or _exit_text(code)
+
+
+def _stop_asked(tracker: Tracker, store: str) -> bool:
+    """Whether the run was asked to stop: seen by this process, or found now (the command's training
+    can find a request, or make one by a rule, and exit before this process looked)."""
+    from ..reader import open_run
+
+    if tracker.should_stop:
+        return True
+    try:
+        return open_run(str(tracker.id), dir=store).stop_request is not None
+    except Exception:
+        return False
 
 
 def _traceback(tracker: Tracker, store: str) -> str | None:

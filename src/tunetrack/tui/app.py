@@ -64,6 +64,8 @@ class TunetrackApp(App[None]):
         self.interval = interval
         self._wanted = list(runs or [])
         self._rows: list[Row] = []
+        self._shown: dict[str, list[Text]] = {}  # the cells on screen, per run
+        self._columns: list[Any] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -84,14 +86,16 @@ class TunetrackApp(App[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
-        table.add_columns("", "state", "name", "project", "step", "loss")
+        self._columns = table.add_columns("", "state", "name", "project", "step", "loss")
         self.refresh_runs()
         self.set_interval(self.interval, self.refresh_runs)
         table.focus()
 
     # -- polling -------------------------------------------------------------------------------------
-    def refresh_runs(self) -> None:
-        rows = self.model.poll()
+    def refresh_runs(self, force: bool = False) -> None:
+        """One look at the store; the panes are drawn again only when what they show changed."""
+        changed = self.model.poll()
+        rows = self.model.rows
         for ref in self._wanted:  # runs named on the command line: picked once they are found
             found = next((r for r in rows if r.id == ref or r.name == ref or r.id.startswith(ref)), None)
             if found is not None:
@@ -99,28 +103,45 @@ class TunetrackApp(App[None]):
         self._wanted = [ref for ref in self._wanted if not any(ref in (r.id, r.name) for r in rows)]
         if not self.model.picked and rows:
             self.model.pick(rows[0].id)  # the newest run, so the chart is never empty for no reason
+            changed = True
+        if not (changed or force):
+            return
         self._rows = rows
         self._draw_table()
         self._draw_chart()
         self._draw_console()
 
     def _draw_table(self) -> None:
+        """The runs pane: its changed cells only while the runs are the same ones in the same order
+        (a live run's step and loss), else built again (a run came, went, or the filter changed)."""
         table = self.query_one("#runs", DataTable)
-        cursor = table.cursor_row
-        table.clear()
-        for row in self._rows:
-            mark = "●" if row.id in self.model.picked else " "
-            cells = [Text(mark), Text(row.state, style=COLOURS.get(shown_state(row), ""))]
-            cells += [
-                Text(row.name),
-                Text(row.project),
-                Text(row.step, justify="right"),
-                Text(row.loss, justify="right"),
-            ]
-            table.add_row(*cells, key=row.id)
-        if self._rows:
-            table.move_cursor(row=min(cursor, len(self._rows) - 1))
+        cells = {row.id: self._cells(row) for row in self._rows}
+        if [str(k.value) for k in table.rows] == list(cells):
+            for rid, new in cells.items():
+                old = self._shown.get(rid)
+                for column, value in zip(self._columns, new, strict=True):
+                    if old is None or str(value) != str(old[self._columns.index(column)]):
+                        table.update_cell(rid, column, value)
+        else:
+            cursor = table.cursor_row
+            table.clear()
+            for rid, row_cells in cells.items():
+                table.add_row(*row_cells, key=rid)
+            if cells:
+                table.move_cursor(row=min(cursor, len(cells) - 1))
+        self._shown = cells
         self.query_one("#problem", Static).update(self.model.problem or "")
+
+    def _cells(self, row: Row) -> list[Text]:
+        mark = "●" if row.id in self.model.picked else " "
+        return [
+            Text(mark),
+            Text(row.state, style=COLOURS.get(shown_state(row), "")),
+            Text(row.name),
+            Text(row.project),
+            Text(row.step, justify="right"),
+            Text(row.loss, justify="right"),
+        ]
 
     def _draw_chart(self) -> None:
         chart = self.query_one("#chart", PlotextPlot)
@@ -159,7 +180,7 @@ class TunetrackApp(App[None]):
             self.model.where = event.value.strip()
         else:
             self.model.metric = event.value.strip()
-        self.refresh_runs()
+        self.refresh_runs(force=True)
         self.query_one("#runs", DataTable).focus()
 
     def action_focus_filter(self) -> None:
@@ -176,7 +197,7 @@ class TunetrackApp(App[None]):
             self._draw_chart()
 
     def action_refresh(self) -> None:
-        self.refresh_runs()
+        self.refresh_runs(force=True)
 
     def action_help(self) -> None:
         self.notify(HELP, title="keys", timeout=10)

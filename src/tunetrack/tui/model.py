@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..metric_keys import LOSS_LIKE
-from ..reader import Run, list_runs
+from ..reader import Catalog, Run, list_runs
 from ..reader.as_text import number, state
 from ..reader.console_log import Line
 from ..reader.downsample import m4
@@ -49,10 +49,50 @@ class Model:
     #: why the filter or the metric found nothing (shown under the pane), or None
     problem: str | None = None
     _runs: dict[str, Run] = field(default_factory=dict)
-    _shown: list[Run] = field(default_factory=list)
+    _rows: list[Row] = field(default_factory=list)
+    _version: int | None = None
+    _where_shown: str | None = None
+    _catalog: Catalog = field(init=False)
 
-    def poll(self) -> list[Row]:
-        """The runs the filter keeps, newest first, brought up to date (live ones refreshed)."""
+    def __post_init__(self) -> None:
+        self._catalog = Catalog(self.dir)
+
+    def poll(self) -> bool:
+        """Look at the store; whether anything the view shows changed (``rows``, the picked runs).
+
+        The store's runs table (``reader.Catalog``) says in one look whether any run changed; when
+        none did, nothing else is read. Without a filter the rows come from that table (no run's
+        data is read but a live one's, incrementally); a filter reads the runs it needs."""
+        version = self._catalog.refresh()
+        if version == self._version and self.where == self._where_shown:
+            return False
+        self._version, self._where_shown = version, self.where
+        if self.where:
+            self._rows = self._filtered()
+        else:
+            self.problem = None
+            self._rows = [
+                Row(
+                    r["id"],
+                    _state_text(r),
+                    r["name"],
+                    r["project"] or "—",
+                    number(r["last_step"]),
+                    number(r["loss"]),
+                )
+                for r in self._catalog.rows(self.project, refresh=False)
+            ]
+        for rid in self.picked:
+            if (run := self._runs.get(rid)) is not None:
+                run.refresh()
+        return True
+
+    @property
+    def rows(self) -> list[Row]:
+        """The runs the filter keeps, newest first, as the last ``poll`` found them."""
+        return self._rows
+
+    def _filtered(self) -> list[Row]:
         listed = list_runs(self.dir, project=self.project)
         for run in listed:
             kept = self._runs.get(run.id)
@@ -60,15 +100,13 @@ class Model:
                 self._runs[run.id] = run
             elif kept.state in (State.RUNNING, State.CRASHED) or run.state != kept.state:
                 kept.refresh()
-        present = {r.id for r in listed}
         runs = [self._runs[r.id] for r in listed]
-        self._runs = {k: v for k, v in self._runs.items() if k in present}
         try:
-            self._shown = select(runs, self.where or None)
+            shown = select(runs, self.where)
             self.problem = None
         except (WhereError, LookupError, ValueError) as exc:
-            self._shown, self.problem = runs, f"filter: {exc}"
-        return [self._row(r) for r in self._shown]
+            shown, self.problem = runs, f"filter: {exc}"
+        return [self._row(r) for r in shown]
 
     @staticmethod
     def _row(run: Run) -> Row:
@@ -80,11 +118,17 @@ class Model:
         """Add the run to the chart, or take it off."""
         if run_id in self.picked:
             self.picked.remove(run_id)
-        elif run_id in self._runs:
+        elif self.run(run_id) is not None:
             self.picked.append(run_id)
 
     def run(self, run_id: str) -> Run | None:
-        return self._runs.get(run_id)
+        """The run (read once, then kept and refreshed by ``poll`` while it is picked)."""
+        if run_id not in self._runs:
+            try:
+                self._runs[run_id] = self._catalog.open(run_id)
+            except LookupError:
+                return None
+        return self._runs[run_id]
 
     def key(self) -> str | None:
         """The metric drawn: ``metric`` where a picked run logged it, else the first key a picked run
@@ -127,12 +171,17 @@ class Model:
 
     def console(self, run_id: str | None, tail: int = 200) -> list[Line]:
         """The last lines the run printed."""
-        run = self._runs.get(run_id) if run_id else None
+        run = self.run(run_id) if run_id else None
         return run.console(tail=tail) if run is not None else []
 
     def keys(self) -> Sequence[str]:
         """Every metric key the picked runs logged."""
         return sorted({k for rid in self.picked if (r := self._runs.get(rid)) for k in r.keys()})
+
+
+def _state_text(row: dict[str, Any]) -> str:
+    """A table row's state as ``as_text.state`` words it (the failure it ended in)."""
+    return f"{row['state']}: {row['failure']}" if row.get("failure") else str(row["state"])
 
 
 def shown_state(row: Row) -> Any:

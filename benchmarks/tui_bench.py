@@ -1,0 +1,124 @@
+"""``tunetrack tui`` at scale (issue 34), driven headless by Textual's own pilot.
+
+    python benchmarks/tui_bench.py [--runs 1000] [--points 1000000]
+
+Run it in a venv with the ``tui`` extra (the tests session's: ``.nox/tests/bin/python``). A store of
+``--runs`` finished runs of 20 steps each and one run of ``--points`` points of its loss; then:
+
+- **first screen**: seconds from the app's start until the runs pane holds every run and the chart
+  is drawn (target ≤ 1 s);
+- **chart of the big run**: seconds to pick it and draw its loss (``--points`` points thinned to the
+  terminal's width);
+- **redraw**: seconds one look at the store and its redraw take while nothing changed, and after a
+  live run logged a new step (target ≤ 50 ms);
+- **idle CPU**: the share of one core the app uses over 10 s while nothing changes, polling every 2 s
+  (target ≤ 2%).
+
+Medians of ``--reps``; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "src"))
+
+os.environ.setdefault("TUNETRACK_CONSOLE", "0")
+os.environ.setdefault("TUNETRACK_PARQUET", "0")
+
+
+def seed(root: Path, runs: int, points: int) -> str:
+    from tunetrack import Tracker
+
+    for i in range(runs):
+        with Tracker(dir=root, name=f"run-{i}", project=f"p{i % 7}", system=False) as t:
+            for step in range(1, 21):
+                t.log({"loss": 1.0 / step + i * 1e-3}, step=step)
+    with Tracker(dir=root, name="big", system=False) as t:
+        for step in range(1, points + 1):
+            t.log({"loss": 1.0 / step}, step=step)
+    return str(t.id)
+
+
+async def measure(root: Path, big: str, runs: int) -> dict[str, float]:
+    from tunetrack import Tracker
+    from tunetrack.tui.app import TunetrackApp
+
+    out: dict[str, float] = {}
+    start = time.perf_counter()
+    app = TunetrackApp(dir=root, interval=2.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table = app.query_one("#runs")
+        while table.row_count < runs + 1:
+            await pilot.pause(0.01)
+        out["first_screen_s"] = time.perf_counter() - start
+        start = time.perf_counter()
+        app.model.picked = [big]
+        app._draw_chart()
+        await pilot.pause()
+        out["big_chart_s"] = time.perf_counter() - start
+        app.model.picked = [app.model.rows[-1].id]  # a small run
+        app.refresh_runs(force=True)
+        await pilot.pause()
+        start = time.perf_counter()
+        app.refresh_runs()
+        await pilot.pause()
+        out["redraw_unchanged_s"] = time.perf_counter() - start
+        live = Tracker(dir=root, name="live", system=False).start()
+        live.log({"loss": 1.0}, step=1)
+        live.flush()
+        app.refresh_runs()
+        live.log({"loss": 0.5}, step=2)
+        live.flush()
+        start = time.perf_counter()
+        app.refresh_runs()
+        await pilot.pause()
+        out["redraw_new_step_s"] = time.perf_counter() - start
+        live.finish()
+        app.refresh_runs()
+        cpu, wall = time.process_time(), time.perf_counter()
+        await pilot.pause(10.0)
+        out["idle_cpu_percent"] = 100 * (time.process_time() - cpu) / (time.perf_counter() - wall)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--points", type=int, default=1_000_000)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder) / "runs"
+        seeded = time.perf_counter()
+        big = seed(root, args.runs, args.points)
+        print(
+            f"store: {args.runs} runs + one of {args.points:,} points, made in {time.perf_counter() - seeded:.0f} s"
+        )
+        results = [asyncio.run(measure(root, big, args.runs)) for _ in range(args.reps)]
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    targets = {
+        "first_screen_s": 1.0,
+        "redraw_unchanged_s": 0.05,
+        "redraw_new_step_s": 0.05,
+        "idle_cpu_percent": 2.0,
+    }
+    for key in results[0]:
+        value = statistics.median(r[key] for r in results)
+        target = targets.get(key)
+        verdict = "" if target is None else (" (met)" if value <= target else f" (MISSED: target {target:g})")
+        print(f"{key}: {value:.3f}{verdict}")
+
+
+if __name__ == "__main__":
+    main()

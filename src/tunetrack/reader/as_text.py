@@ -62,14 +62,19 @@ def state(run: Run) -> str:
     """The run's state, and the known failure its console shows (``crashed: CUDA out of memory on
     rank 3``) or who stopped it and why (``stopped: by ana@gpu1, loss diverged``; a live run that was
     asked to: ``running: stop asked by ana@gpu1``)."""
-    if run.failure:
-        return f"{run.state}: {run.failure}"
-    request = run.stop_request
-    if request is not None and run.state in (State.STOPPED, State.RUNNING):
-        asked = "stop asked by" if run.state == State.RUNNING else "by"
-        reason = f", {request['reason']}" if request.get("reason") else ""
-        return f"{run.state}: {asked} {request.get('by') or NONE}{reason}"
-    return run.state
+    return state_words(run.state, run.failure, run.stop_request)
+
+
+def state_words(state: str, failure: str | None, stop: dict[str, Any] | None) -> str:
+    """``state`` as ``state(run)`` words it, from a run's JSON fields (``state``, ``failure``,
+    ``stop``): what a reader of the runs table has without the run."""
+    if failure:
+        return f"{state}: {failure}"
+    if stop is not None and state in (State.STOPPED, State.RUNNING):
+        asked = "stop asked by" if state == State.RUNNING else "by"
+        reason = f", {stop['reason']}" if stop.get("reason") else ""
+        return f"{state}: {asked} {stop.get('by') or NONE}{reason}"
+    return state
 
 
 def exit_text(code: int) -> str:

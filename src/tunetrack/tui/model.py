@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..metric_keys import LOSS_LIKE
 from ..reader import Catalog, Run, list_runs
-from ..reader.as_text import number, state
+from ..reader.as_text import number, state, state_words
 from ..reader.console_log import Line
 from ..reader.downsample import m4
 from ..reader.where import WhereError, select
@@ -74,7 +73,7 @@ class Model:
             self._rows = [
                 Row(
                     r["id"],
-                    _state_text(r),
+                    state_words(r["state"], r.get("failure"), r.get("stop")),
                     r["name"],
                     r["project"] or "—",
                     number(r["last_step"]),
@@ -173,15 +172,6 @@ class Model:
         """The last lines the run printed."""
         run = self.run(run_id) if run_id else None
         return run.console(tail=tail) if run is not None else []
-
-    def keys(self) -> Sequence[str]:
-        """Every metric key the picked runs logged."""
-        return sorted({k for rid in self.picked if (r := self._runs.get(rid)) for k in r.keys()})
-
-
-def _state_text(row: dict[str, Any]) -> str:
-    """A table row's state as ``as_text.state`` words it (the failure it ended in)."""
-    return f"{row['state']}: {row['failure']}" if row.get("failure") else str(row["state"])
 
 
 def shown_state(row: Row) -> Any:

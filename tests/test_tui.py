@@ -14,6 +14,7 @@ from support.helpers import SRC, wait_until  # noqa: E402
 from tunetrack import Tracker  # noqa: E402
 from tunetrack.tui.app import TunetrackApp  # noqa: E402
 from tunetrack.tui.model import Model  # noqa: E402
+from tunetrack.tui.panes.chart import keys_of, lines, thinned  # noqa: E402
 
 
 async def until(pilot, condition, timeout: float = 20.0) -> None:
@@ -64,12 +65,12 @@ def test_a_picked_run_s_metric_is_charted_with_its_extremes(tmp_path):
     model = Model(tmp_path)
     model.poll()
     model.pick(run.id)
-    [(label, steps, values)] = model.points(width=40)
-    assert label == "spiky" and len(steps) <= 4 * 40 + 4 and 100.0 in values and steps[-1] == 5000
-    model.metric = "acc$"
-    assert model.key() == "eval/acc"
-    model.metric = "nothing-like-it"
-    assert model.key() is None and "no key of the picked runs matches" in model.problem
+    [line] = lines(model, "loss", "tableau")
+    steps, values = thinned(line, 40, None, log=False)
+    assert line.label == "spiky" and len(steps) <= 4 * 40 + 4 and 100.0 in values and steps[-1] == 5000
+    steps, values = thinned(line, 40, (2000.0, 3000.0), log=False)
+    assert steps[0] >= 2000 and steps[-1] <= 3000 and 100.0 in values
+    assert keys_of(model.picked_runs()) == ["loss", "eval/acc"]
 
 
 def test_a_crashed_run_s_console_shows_its_last_line(tmp_path):
@@ -93,7 +94,8 @@ os.kill(os.getpid(), signal.SIGKILL)
         app = TunetrackApp(dir=tmp_path, interval=0.2)
         async with app.run_test(size=(120, 36)) as pilot:
             await until(pilot, lambda: any(r[1] == "crashed" for r in cells(app)))
-            console = app.query_one("#console")
+            await pilot.press("2")
+            console = app.query_one("#console-log")
             await until(pilot, lambda: any("the last words" in str(line.text) for line in console.lines))
 
     asyncio.run(drive())
@@ -125,13 +127,14 @@ def test_in_a_real_terminal(tmp_path):
         subprocess.run(["tmux", "send-keys", "-t", session, "/"], check=True)
         # typed only once the filter has the focus (its border takes the accent colour), as a person
         # types after seeing it: keys sent sooner would reach the runs pane, where m is a binding
-        wait_until(
-            lambda: _focused_filter(
-                subprocess.run(
-                    ["tmux", "capture-pane", "-t", session, "-p", "-e"], capture_output=True, text=True
-                ).stdout
+        coloured = ["tmux", "capture-pane", "-t", session, "-p", "-e"]
+        try:
+            wait_until(
+                lambda: _focused_filter(subprocess.run(coloured, capture_output=True, text=True).stdout)
             )
-        )
+        except AssertionError:
+            shown = subprocess.run(coloured, capture_output=True, text=True).stdout
+            raise AssertionError(f"the filter has no focus:\n{shown!r}") from None
         subprocess.run(["tmux", "send-keys", "-t", session, "-l", "name = 'beta'"], check=True)
         subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
         shows(lambda text: "beta" in text and "alpha" not in text.split("\n", 4)[-1])
@@ -147,6 +150,7 @@ def test_in_a_real_terminal(tmp_path):
 
 
 def _focused_filter(screen: str) -> bool:
-    """Whether the filter's box is drawn in the focus colour (Textual's accent, 256-colour 32)."""
-    line = next((line for line in screen.splitlines() if "filter:" in line), "")
-    return "38;5;32m" in line.split("filter:")[0]
+    """Whether the filter has the focus: its cursor (blinking) sits on the placeholder's first letter,
+    which is then drawn apart from the rest (``f``, escape codes, ``ilter: state``)."""
+    line = next((line for line in screen.splitlines() if "ilter: state" in line), "")
+    return bool(line) and "filter: state" not in line

@@ -141,16 +141,20 @@ def select(
     project: str | None = None,
     state: str | None = None,
     best: Mapping[str, bool] | None = None,
+    refresh: bool = True,
+    also: Sequence[str] = (),
 ) -> Selection:
     """The rows of ``project`` (and ``state``) that ``where`` and every brush pick, newest first,
     holding the summaries of the metrics that ``where``, the brushes and ``fields`` (column specs,
     ``KEY[:AGG]``) name, "best" as ``best`` overrides it per key (``--best``). A bad expression or
-    brush is a ``WhereError`` (one line, with its column)."""
+    brush is a ``WhereError`` (one line, with its column). ``refresh=False``: the runs table as the
+    caller's own ``catalog.refresh()`` just left it. ``also``: keys the rows hold too, that no run need
+    have (a view's loss column)."""
     test = parse(where) if where and where.strip() else None
     picked = [brush(b) for b in brushes]
     named = [*(test.fields if test else []), *(b.field for b in picked), *(parse_field(f) for f in fields)]
-    keys = list(dict.fromkeys(k for f in named if f.kind == "metric" for k in spellings(f.key)))
-    rows = catalog.rows(project=project, state=state, keys=keys, best=best)
+    keys = list(dict.fromkeys([*also, *(k for f in named if f.kind == "metric" for k in spellings(f.key))]))
+    rows = catalog.rows(project=project, state=state, keys=keys, best=best, refresh=refresh)
 
     def config(row: Mapping[str, Any]) -> dict[str, Any]:
         return configs.of(catalog, row)

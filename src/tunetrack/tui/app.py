@@ -1,10 +1,11 @@
 """``tunetrack tui``: the terminal view, on Textual.
 
-Three panes: the runs (a filter in ``--where``'s language above them; space picks a run for the
-chart), a chart of the picked runs' metric overlaid (a key or a regular expression; the loss by
-default), and the console of the run under the cursor, following it. It polls the store every
-``interval`` seconds; everything is read by ``model.Model``, incrementally. Keys: ``/`` filter,
-``m`` metric, ``space`` pick, ``r`` refresh now, ``?`` help, ``q`` quit.
+The runs on the left (a filter in ``--where``'s language above them, more columns on request, sorted
+by any column; space picks a run for the chart); tabs on the right (``panes``): the chart of the picked
+runs, and the console, system metrics, samples, checkpoints and events of the run under the cursor.
+The store is looked at every ``interval`` seconds on a thread of its own (a bucket's answers never
+freeze the keys); what changed is drawn, nothing else. Narrower than ``NARROW`` columns (an 80×24
+terminal), the runs go above the tabs. ``?`` lists the keys.
 """
 
 from __future__ import annotations
@@ -12,21 +13,59 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from rich.text import Text
+from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Input, RichLog, Static
-from textual_plotext import PlotextPlot
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Header, Input, Markdown, Static, TabbedContent, TabPane
 
-from ..reader.as_text import line_text
-from ..states import COLOURS
-from .model import Model, Row, shown_state
+from .model import Model
+from .palette import PALETTES
+from .panes import Pane
+from .panes.chart import Chart
+from .panes.console import Console
+from .panes.runs import RunsTable
 
-HELP = (
-    "/ filter (the --where language: state = 'running', config.lr < 1e-3, loss:min < 2)   "
-    "space pick for the chart   m metric (a key or a regular expression)   r refresh   q quit"
-)
+#: below this many columns the runs pane goes above the tabs
+NARROW = 110
+
+#: the tabs, in the order of their keys (1, 2, ...)
+TABS = (("chart", "Chart", Chart), ("console", "Console", Console))
+
+KEYS = """\
+| key | does |
+|---|---|
+| `/` | filter the runs (the `--where` language: `state = 'running' and loss:min < 2`) |
+| `c` | more columns (`loss:min, eval/accuracy:max, config.lora.r`) |
+| `s` / `S` | sort by the next column / the other way (or click a column's header) |
+| `space` | pick the run under the cursor for the chart, or drop it |
+| `a` / `x` | pick every run shown (up to ten) / drop every pick |
+| `1` … `5` | the chart, console, system, samples, events tab |
+| `m` | search the chart's keys (a regular expression) |
+| `←` `→` | move the chart's crosshair (shift: ten columns); a click puts it there |
+| `+` `-` `0` | zoom in and out around the crosshair (or the mouse wheel); the whole run |
+| `l` / `k` | the chart's log scale / hide its key list |
+| `g` / `[` `]` | grep the console / show one rank's lines |
+| `f` | the pane with the cursor fills the screen (again: back) |
+| `t` | light or dark |
+| `r` | look at the store now |
+| `q` | quit |
+"""
+
+
+class Keys(ModalScreen[None]):
+    """``?``: every key."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "dismiss", "close")]
+    DEFAULT_CSS = """
+    Keys { align: center middle; }
+    Keys > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $accent; background: $surface; }
+    """
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Markdown(KEYS)
 
 
 class TunetrackApp(App[None]):
@@ -34,19 +73,30 @@ class TunetrackApp(App[None]):
 
     TITLE = "tunetrack"
     CSS = """
+    #main { height: 1fr; }
+    #left { width: 2fr; min-width: 48; }
+    #tabs { width: 3fr; }
+    #main.narrow { layout: vertical; }
+    #main.narrow #left { width: 1fr; height: 2fr; }
+    #main.narrow #tabs { width: 1fr; height: 3fr; }
     #runs { height: 1fr; }
-    #right { width: 2fr; }
-    #left { width: 1fr; min-width: 50; }
-    #chart { height: 2fr; }
-    #console { height: 1fr; border-top: solid $accent; }
     #problem { color: $error; height: auto; }
+    #columns.hidden { display: none; }
     Input { height: 3; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "focus_filter", "filter"),
-        Binding("m", "focus_metric", "metric"),
+        Binding("slash", "focus('filter')", "filter"),
+        Binding("c", "focus('columns')", "columns", show=False),
+        Binding("s", "sort(1)", "sort"),
+        Binding("S", "sort(-1)", show=False),
         Binding("space", "pick", "pick"),
-        Binding("r", "refresh", "refresh"),
+        Binding("a", "pick_all", show=False),
+        Binding("x", "drop_all", show=False),
+        Binding("m", "keys", "keys"),
+        *(Binding(str(i + 1), f"tab('{tab}')", show=False) for i, (tab, _, _) in enumerate(TABS)),
+        Binding("f", "fill", show=False),
+        Binding("t", "light", show=False),
+        Binding("r", "look", "refresh"),
         Binding("question_mark", "help", "help"),
         Binding("q", "quit", "quit"),
     ]
@@ -58,146 +108,163 @@ class TunetrackApp(App[None]):
         runs: list[str] | None = None,
         where: str = "",
         interval: float = 2.0,
+        columns: list[str] | None = None,
+        sort: str | None = None,
+        palette: str = "tableau",
+        theme: str | None = None,
     ) -> None:
         super().__init__()
-        self.model = Model(dir, project, where)
+        self.model = Model(dir, project, where, list(columns or []))
+        if sort:
+            self.model.sort_text(sort)
         self.interval = interval
+        self.palette = palette if palette in PALETTES else "tableau"
+        if theme:
+            self.theme = theme
         self._wanted = list(runs or [])
-        self._rows: list[Row] = []
-        self._shown: dict[str, list[Text]] = {}  # the cells on screen, per run
-        self._columns: list[Any] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield Input(
                     self.model.where, placeholder="filter: state = 'running' and loss:min < 2", id="filter"
                 )
-                yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-                yield Static("", id="problem")
-            with Vertical(id="right"):
                 yield Input(
-                    placeholder="metric: a key or a regular expression (default: the loss)", id="metric"
+                    ", ".join(self.model.columns),
+                    placeholder="columns: loss:min, config.lora.r",
+                    id="columns",
+                    classes="" if self.model.columns else "hidden",
                 )
-                yield PlotextPlot(id="chart")
-                yield RichLog(id="console", max_lines=2000, wrap=False, markup=False)
+                yield RunsTable(self.palette, id="runs")
+                yield Static("", id="problem")
+            with TabbedContent(id="tabs"):
+                for i, (tab, title, pane) in enumerate(TABS):
+                    with TabPane(f"{title} {i + 1}", id=f"tab-{tab}"):
+                        yield pane(self.palette, id=tab)
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#runs", DataTable)
-        self._columns = table.add_columns("", "state", "name", "project", "step", "loss")
-        self.refresh_runs()
-        self.set_interval(self.interval, self.refresh_runs)
-        table.focus()
+        self.action_look()
+        self.set_interval(self.interval, self.action_look)
+        self.query_one(RunsTable).focus()
 
-    # -- polling -------------------------------------------------------------------------------------
-    def refresh_runs(self, force: bool = False) -> None:
-        """One look at the store; the panes are drawn again only when what they show changed."""
+    def on_resize(self) -> None:
+        self.query_one("#main").set_class(self.size.width < NARROW, "narrow")
+
+    # -- looking at the store ------------------------------------------------------------------------
+    def action_look(self) -> None:
+        self._look()
+
+    @work(thread=True, exclusive=True, group="look")
+    def _look(self) -> None:
+        """One look at the store, off the screen's thread; the panes are drawn with what it found."""
         changed = self.model.poll()
-        rows = self.model.rows
+        self.call_from_thread(self.draw, changed)
+
+    def draw(self, changed: bool = True) -> None:
+        """Draw what the last look found (``changed``: that it found anything new)."""
+        model = self.model
         for ref in self._wanted:  # runs named on the command line: picked once they are found
-            found = next((r for r in rows if r.id == ref or r.name == ref or r.id.startswith(ref)), None)
+            found = next((r for r in model.rows if ref in (r.id, r.name) or r.id.startswith(ref)), None)
             if found is not None:
-                self.model.pick(found.id)
-        self._wanted = [ref for ref in self._wanted if not any(ref in (r.id, r.name) for r in rows)]
-        if not self.model.picked and rows:
-            self.model.pick(rows[0].id)  # the newest run, so the chart is never empty for no reason
+                model.pick(found.id)
+                self._wanted.remove(ref)
+                changed = True
+        if not model.picked and model.rows and not self._wanted:
+            model.pick(model.rows[0].id)  # the newest run, so the chart is never empty for no reason
             changed = True
-        if not (changed or force):
+        if not changed:
             return
-        self._rows = rows
-        self._draw_table()
-        self._draw_chart()
-        self._draw_console()
+        table = self.query_one(RunsTable)
+        table.show(model)
+        model.current = table.current()
+        self.query_one("#problem", Static).update(model.problem or "")
+        self.pane().show(model)
 
-    def _draw_table(self) -> None:
-        """The runs pane: its changed cells only while the runs are the same ones in the same order
-        (a live run's step and loss), else built again (a run came, went, or the filter changed)."""
-        table = self.query_one("#runs", DataTable)
-        cells = {row.id: self._cells(row) for row in self._rows}
-        if [str(k.value) for k in table.rows] == list(cells):
-            for rid, new in cells.items():
-                old = self._shown.get(rid)
-                for column, value in zip(self._columns, new, strict=True):
-                    if old is None or str(value) != str(old[self._columns.index(column)]):
-                        table.update_cell(rid, column, value)
-        else:
-            cursor = table.cursor_row
-            table.clear()
-            for rid, row_cells in cells.items():
-                table.add_row(*row_cells, key=rid)
-            if cells:
-                table.move_cursor(row=min(cursor, len(cells) - 1))
-        self._shown = cells
-        self.query_one("#problem", Static).update(self.model.problem or "")
+    def pane(self) -> Pane:
+        """The pane of the tab in view."""
+        active = self.query_one(TabbedContent).active or "tab-chart"
+        return self.query_one(f"#{active.removeprefix('tab-')}", Pane)
 
-    def _cells(self, row: Row) -> list[Text]:
-        mark = "●" if row.id in self.model.picked else " "
-        return [
-            Text(mark),
-            Text(row.state, style=COLOURS.get(shown_state(row), "")),
-            Text(row.name),
-            Text(row.project),
-            Text(row.step, justify="right"),
-            Text(row.loss, justify="right"),
-        ]
-
-    def _draw_chart(self) -> None:
-        chart = self.query_one("#chart", PlotextPlot)
-        plt = chart.plt
-        plt.clear_data()
-        plt.clear_figure()
-        key = self.model.key()
-        plt.title(key or "pick a run with space")
-        for label, steps, values in self.model.points(max(chart.size.width, 20)):
-            plt.plot(steps, values, label=label, marker="braille")
-        plt.xlabel("step")
-        chart.refresh()
-        self.query_one("#problem", Static).update(self.model.problem or "")
-
-    def _draw_console(self) -> None:
-        log = self.query_one("#console", RichLog)
-        log.clear()
-        current = self._current()
-        lines = self.model.console(current)
-        ranks = len({line.rank for line in lines}) > 1
-        for line in lines:
-            log.write(Text(line_text(line, ranks)))
-
-    def _current(self) -> str | None:
-        table = self.query_one("#runs", DataTable)
-        if not self._rows:
-            return None
-        return self._rows[min(table.cursor_row, len(self._rows) - 1)].id
-
-    # -- actions -------------------------------------------------------------------------------------
+    # -- events --------------------------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: Any) -> None:
-        self._draw_console()
+        current = self.query_one(RunsTable).current()
+        if current != self.model.current:
+            self.model.current = current
+            self.pane().show(self.model)
+
+    def on_data_table_header_selected(self, event: Any) -> None:
+        column = str(event.column_key.value)
+        if column in self.model.header:
+            self.model.sort_by(column)
+            self.action_look()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.pane().show(self.model)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
             self.model.where = event.value.strip()
+        elif event.input.id == "columns":
+            self.model.columns = [c.strip() for c in event.value.split(",") if c.strip()]
         else:
-            self.model.metric = event.value.strip()
-        self.refresh_runs(force=True)
-        self.query_one("#runs", DataTable).focus()
+            return
+        self.action_look()
+        self.query_one(RunsTable).focus()
 
-    def action_focus_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+    # -- actions -------------------------------------------------------------------------------------
+    def action_focus(self, input_id: str) -> None:
+        field = self.query_one(f"#{input_id}", Input)
+        field.remove_class("hidden")
+        field.focus()
 
-    def action_focus_metric(self) -> None:
-        self.query_one("#metric", Input).focus()
+    def action_sort(self, step: int) -> None:
+        """``s``: sort by the next column (newest first after the last); ``S``: the other way."""
+        model = self.model
+        if step < 0:
+            model.descending = not model.descending
+        else:
+            names = [None, *model.header]
+            at = names.index(model.sort) if model.sort in names else 0
+            model.sort, model.descending = names[(at + 1) % len(names)], False
+        self.action_look()
 
     def action_pick(self) -> None:
-        current = self._current()
+        current = self.query_one(RunsTable).current()
         if current is not None:
             self.model.pick(current)
-            self._draw_table()
-            self._draw_chart()
+            self.draw()
 
-    def action_refresh(self) -> None:
-        self.refresh_runs(force=True)
+    def action_pick_all(self) -> None:
+        for row in self.model.rows[:10]:
+            if row.id not in self.model.picked:
+                self.model.pick(row.id)
+        self.draw()
+
+    def action_drop_all(self) -> None:
+        self.model.picked.clear()
+        self.draw()
+
+    def action_keys(self) -> None:
+        self.query_one(TabbedContent).active = "tab-chart"
+        self.query_one("#key-filter", Input).focus()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = f"tab-{tab}"
+
+    def action_fill(self) -> None:
+        """The runs, or the tabs, fill the screen; again, back to both."""
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+            return
+        focused = self.focused
+        inside_tabs = focused is not None and self.query_one("#tabs") in focused.ancestors_with_self
+        self.screen.maximize(self.query_one("#tabs" if inside_tabs else "#left"), container=False)
+
+    def action_light(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+        self.draw()
 
     def action_help(self) -> None:
-        self.notify(HELP, title="keys", timeout=10)
+        self.push_screen(Keys())

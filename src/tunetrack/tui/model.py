@@ -1,117 +1,164 @@
-"""What the terminal view shows, read from the store with no terminal involved (so it is tested on
-its own): the runs a filter keeps, the runs picked for the chart, one metric's points for each
-(thinned to the terminal's width, extremes kept: ``reader.downsample.m4``), a run's last console lines.
+"""What the terminal view shows of the store's runs, read with no terminal involved (so it is tested on
+its own): the runs a filter keeps, with the columns asked for, in the order asked for, and the runs
+picked for the chart.
 
-Runs are kept between polls and refreshed (``Run.refresh``), so following a live run reads what it
-appended since the last poll, not its history.
+The rows come from the store's runs table (``reader.Catalog``, the dashboard's): one look says whether
+any run changed, and when none did nothing else is read. The filter, the columns and their values are
+the dashboard's too (``reader.sweeps.select``: a run's config read only when a field names it).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TunetrackError
 from ..metric_keys import LOSS_LIKE
-from ..reader import Catalog, Run, list_runs
-from ..reader.as_text import number, state, state_words
-from ..reader.console_log import Line
-from ..reader.downsample import m4
-from ..reader.where import WhereError, select
-from ..states import State
+from ..reader import Catalog, Run
+from ..reader.as_text import number, short, state_words
+from ..reader.sweeps import Configs, select
+from ..reader.where import MISSING, WhereError
+from ..reader.where import field as parse_field
+from ..values import missing_last
+
+#: a state's words are cut to this many characters (the console tab shows the rest)
+STATE_WIDTH = 28
+#: the columns every row has, before those asked for (``columns``)
+BASE_COLUMNS = ("state", "name", "project", "step", "loss")
 
 
 @dataclass
 class Row:
-    """One line of the runs pane."""
+    """One line of the runs pane: ``cells`` as shown, ``values`` as sorted (one per column)."""
 
     id: str
-    state: str
-    name: str
-    project: str
-    step: str
-    loss: str
+    cells: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    @property
+    def state(self) -> str:
+        return self.cells[0]
+
+    @property
+    def name(self) -> str:
+        return self.cells[1]
+
+    @property
+    def shown_state(self) -> str:
+        """The state word the row starts with (``crashed: CUDA ...`` is ``crashed``)."""
+        return self.cells[0].split(":")[0]
 
 
 @dataclass
 class Model:
-    """The store at ``dir`` as the view shows it. ``runs`` on the command line preselect those runs."""
+    """The runs of the store at ``dir`` as the view shows them."""
 
     dir: str | os.PathLike[str] | None = None
     project: str | None = None
+    #: the ``--where`` language (``state = 'running' and loss:min < 2``)
     where: str = ""
-    #: the ids of the runs drawn on the chart
+    #: more columns: fields of the ``--where`` language (``loss:min``, ``config.lora.r``, ``eval/acc:max``)
+    columns: list[str] = field(default_factory=list)
+    #: the column sorted by (a name of ``BASE_COLUMNS`` or ``columns``) and whether descending; none:
+    #: newest first
+    sort: str | None = None
+    descending: bool = False
+    #: the ids of the runs drawn on the chart, in the order picked
     picked: list[str] = field(default_factory=list)
-    #: the metric drawn: a key, or a regular expression whose first match among the picked runs' keys
-    metric: str = ""
-    #: why the filter or the metric found nothing (shown under the pane), or None
+    #: the run under the cursor (its console, system metrics, samples and events are shown), or None
+    current: str | None = None
+    #: why the filter or a column found nothing (shown under the runs), or None
     problem: str | None = None
     _runs: dict[str, Run] = field(default_factory=dict)
     _rows: list[Row] = field(default_factory=list)
-    _version: int | None = None
-    _where_shown: str | None = None
+    _seen: tuple[Any, ...] | None = None
     _catalog: Catalog = field(init=False)
+    _configs: Configs = field(default_factory=Configs)
 
     def __post_init__(self) -> None:
         self._catalog = Catalog(self.dir)
 
-    def poll(self) -> bool:
-        """Look at the store; whether anything the view shows changed (``rows``, the picked runs).
+    @property
+    def header(self) -> tuple[str, ...]:
+        return (*BASE_COLUMNS, *self.columns)
 
-        The store's runs table (``reader.Catalog``) says in one look whether any run changed; when
-        none did, nothing else is read. Without a filter the rows come from that table (no run's
-        data is read but a live one's, incrementally); a filter reads the runs it needs."""
+    def poll(self) -> bool:
+        """Look at the store; whether anything the view shows changed (``rows``, the picked runs)."""
         version = self._catalog.refresh()
-        if version == self._version and self.where == self._where_shown:
+        asked = (version, self.where, tuple(self.columns), self.sort, self.descending)
+        if asked == self._seen:
             return False
-        self._version, self._where_shown = version, self.where
-        if self.where:
-            self._rows = self._filtered()
-        else:
-            self.problem = None
-            self._rows = [
-                Row(
-                    r["id"],
-                    state_words(r["state"], r.get("failure"), r.get("stop")),
-                    r["name"],
-                    r["project"] or "—",
-                    number(r["last_step"]),
-                    number(r["loss"]),
-                )
-                for r in self._catalog.rows(self.project, refresh=False)
-            ]
-        for rid in self.picked:
-            if (run := self._runs.get(rid)) is not None:
-                run.refresh()
+        self._seen = asked
+        self._rows = self._select()
+        for rid in {*self.picked, self.current}:
+            if rid is not None and (run := self._runs.get(rid)) is not None:
+                run.refresh()  # what it appended since the last look
         return True
 
     @property
     def rows(self) -> list[Row]:
-        """The runs the filter keeps, newest first, as the last ``poll`` found them."""
+        """The runs the filter keeps, in the order asked for (newest first), as ``poll`` found them."""
         return self._rows
 
-    def _filtered(self) -> list[Row]:
-        listed = list_runs(self.dir, project=self.project)
-        for run in listed:
-            kept = self._runs.get(run.id)
-            if kept is None:
-                self._runs[run.id] = run
-            elif kept.state in (State.RUNNING, State.CRASHED) or run.state != kept.state:
-                kept.refresh()
-        runs = [self._runs[r.id] for r in listed]
+    def _select(self) -> list[Row]:
+        fields = []
+        self.problem = None
+        for spec in self.columns:
+            try:
+                fields.append(parse_field(spec))
+            except WhereError as exc:
+                self.problem = f"column {spec!r}: {exc}"
+        specs = [str(f) for f in fields if f.kind == "metric"]
         try:
-            shown = select(runs, self.where)
-            self.problem = None
-        except (WhereError, LookupError, ValueError) as exc:
-            shown, self.problem = runs, f"filter: {exc}"
-        return [self._row(r) for r in shown]
+            chosen = select(
+                self._catalog,
+                self._configs,
+                self.where,
+                fields=specs,
+                project=self.project,
+                refresh=False,
+                also=LOSS_LIKE,
+            )
+        except (TunetrackError, ValueError) as exc:  # a bad filter, a name no run has
+            self.problem = f"filter: {exc}"
+            chosen = select(
+                self._catalog, self._configs, None, project=self.project, refresh=False, also=LOSS_LIKE
+            )
+        rows = []
+        for r in chosen.rows:
+            lookup = chosen.lookup(r)
+            extra = [lookup(f) for f in fields]
+            extra = [None if v is MISSING else v for v in extra]
+            loss = next((r["last"][k] for k in LOSS_LIKE if k in r["last"]), None)
+            values = (r["state"], r["name"], r["project"] or "", r["last_step"], loss, *extra)
+            cells = (
+                short(state_words(r["state"], r.get("failure"), r.get("stop")), STATE_WIDTH),
+                r["name"],
+                r["project"] or "—",
+                number(r["last_step"]),
+                number(loss),
+                *(number(v) if isinstance(v, (int, float)) or v is None else short(v, 24) for v in extra),
+            )
+            rows.append(Row(r["id"], cells, values))
+        if self.sort in self.header:
+            at = self.header.index(self.sort)
+            rows = missing_last(rows, lambda row: row.values[at], self.descending)
+        return rows
 
-    @staticmethod
-    def _row(run: Run) -> Row:
-        last = run.latest()
-        loss = next((last["values"][k] for k in LOSS_LIKE if k in last["values"]), None)
-        return Row(run.id, state(run), run.name, run.project or "—", number(last.get("step")), number(loss))
+    def sort_text(self, text: str) -> None:
+        """Sort as ``--sort`` says (``loss``, ``eval/loss:min:desc``, ``config.lr``): by a column shown,
+        else by a column added for it."""
+        head, sep, tail = text.rpartition(":")
+        name, self.descending = (head, tail == "desc") if sep and tail in ("asc", "desc") else (text, False)
+        if name not in self.header:
+            self.columns.append(name)
+        self.sort = name
+
+    def sort_by(self, column: str) -> None:
+        """Sort by ``column``: ascending, then descending when sorted by it already."""
+        self.descending = self.sort == column and not self.descending
+        self.sort = column
 
     def pick(self, run_id: str) -> None:
         """Add the run to the chart, or take it off."""
@@ -121,7 +168,7 @@ class Model:
             self.picked.append(run_id)
 
     def run(self, run_id: str) -> Run | None:
-        """The run (read once, then kept and refreshed by ``poll`` while it is picked)."""
+        """The run, read once and then kept (``poll`` refreshes the picked and the current one)."""
         if run_id not in self._runs:
             try:
                 self._runs[run_id] = self._catalog.open(run_id)
@@ -129,51 +176,6 @@ class Model:
                 return None
         return self._runs[run_id]
 
-    def key(self) -> str | None:
-        """The metric drawn: ``metric`` where a picked run logged it, else the first key a picked run
-        logged that it matches as a regular expression; without one, the first loss they logged."""
-        keys = [k for rid in self.picked if (r := self._runs.get(rid)) for k in r.keys()]
-        if not keys:
-            return None
-        if not self.metric:
-            return next((k for k in LOSS_LIKE if k in keys), keys[0])
-        if self.metric in keys:
-            return self.metric
-        try:
-            pattern = re.compile(self.metric)
-        except re.error as exc:
-            self.problem = f"metric: {exc}"
-            return None
-        found = next((k for k in keys if pattern.search(k)), None)
-        self.problem = None if found else f"metric: no key of the picked runs matches {self.metric!r}"
-        return found
-
-    def points(self, width: int) -> list[tuple[str, list[float], list[float]]]:
-        """``(label, steps, values)`` of the metric for each picked run, at most about ``4 * width``
-        points each, every spike kept."""
-        import numpy as np
-
-        key = self.key()
-        out: list[tuple[str, list[float], list[float]]] = []
-        if key is None:
-            return out
-        for rid in self.picked:
-            run = self._runs.get(rid)
-            if run is None or key not in run.keys():
-                continue
-            series = run.series(key, strict=False)
-            steps = np.asarray(series.steps, dtype=float)
-            values = np.asarray(series.values, dtype=float)
-            keep = m4(steps, values, width)
-            out.append((run.name, steps[keep].tolist(), values[keep].tolist()))
-        return out
-
-    def console(self, run_id: str | None, tail: int = 200) -> list[Line]:
-        """The last lines the run printed."""
-        run = self.run(run_id) if run_id else None
-        return run.console(tail=tail) if run is not None else []
-
-
-def shown_state(row: Row) -> Any:
-    """The state word a row starts with (``crashed: CUDA ...`` is ``crashed``)."""
-    return row.state.split(":")[0]
+    def picked_runs(self) -> list[Run]:
+        """The picked runs that could be read, in the order picked."""
+        return [run for rid in self.picked if (run := self._runs.get(rid)) is not None]

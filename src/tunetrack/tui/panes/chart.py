@@ -1,0 +1,339 @@
+"""The chart tab: one metric of the picked runs overlaid, with the keys they logged beside it.
+
+The key list is searched by a regular expression (``m``); the highlighted key is drawn. Each run's
+line is its points thinned to the chart's width with every spike kept (``reader.downsample.m4``, as the
+dashboard thins them), within the zoomed step range when zoomed. A crosshair (``←``/``→``, or a click)
+reads every run's value at a step below the chart. ``l`` log scale, ``+``/``-`` zoom around the
+crosshair (or the mouse wheel), ``0`` the whole run again, ``k`` hides the key list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual_plotext import PlotextPlot
+
+from ...metric_keys import LOSS_LIKE
+from ...reader import Run
+from ...reader.as_text import number
+from ...reader.downsample import m4
+from ..model import Model
+from ..palette import hex_colour, line_colour
+from . import Pane
+
+#: a zoom step: the span shown is halved (or doubled)
+ZOOM = 2.0
+
+
+@dataclass
+class Line:
+    """One run's metric, whole (``steps`` sorted)."""
+
+    run_id: str
+    label: str
+    colour: tuple[int, int, int]
+    steps: np.ndarray
+    values: np.ndarray
+
+    def at(self, step: float) -> tuple[float, float] | None:
+        """The point nearest ``step``."""
+        if not len(self.steps):
+            return None
+        i = int(np.searchsorted(self.steps, step))
+        near = min(
+            (j for j in (i - 1, i) if 0 <= j < len(self.steps)), key=lambda j: abs(self.steps[j] - step)
+        )
+        return float(self.steps[near]), float(self.values[near])
+
+
+def lines(model: Model, key: str | None, palette: str) -> list[Line]:
+    """The picked runs' ``key``, each run coloured by its place among the picked."""
+    out: list[Line] = []
+    if key is None:
+        return out
+    for i, run in enumerate(model.picked_runs()):
+        if key not in run.keys():
+            continue
+        series = run.series(key, strict=False)
+        steps = np.asarray(series.steps, dtype=float)
+        values = np.asarray(series.values, dtype=float)
+        order = np.argsort(steps, kind="stable")  # a resumed run's series is in logging order
+        out.append(Line(run.id, run.name, line_colour(palette, i), steps[order], values[order]))
+    return out
+
+
+def thinned(
+    line: Line, width: int, window: tuple[float, float] | None, log: bool
+) -> tuple[list[float], list[float]]:
+    """The points of ``line`` to draw in ``width`` columns, within ``window``, every extreme kept; on a
+    log scale its values above zero alone."""
+    steps, values = line.steps, line.values
+    if log:
+        keep = values > 0
+        steps, values = steps[keep], values[keep]
+    lo, hi = window if window is not None else (None, None)
+    chosen = m4(steps, values, width, lo, hi)
+    return steps[chosen].tolist(), values[chosen].tolist()
+
+
+def keys_of(runs: list[Run]) -> list[str]:
+    """Every key the runs logged, the losses first."""
+    seen = dict.fromkeys(k for run in runs for k in run.keys())
+    return [*(k for k in LOSS_LIKE if k in seen), *sorted(k for k in seen if k not in LOSS_LIKE)]
+
+
+class Plot(PlotextPlot):
+    """The plot, focusable (the crosshair's keys), that knows where its plotting area lies on screen
+    (a click's column is a step)."""
+
+    can_focus = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.canvas: tuple[int, int] | None = None  # the first and last column inside the frame
+
+    def render(self) -> Any:
+        rendered = super().render()
+        top = next((row for row in str(rendered).splitlines() if "┌" in row), "")
+        self.canvas = (top.index("┌") + 1, top.index("┐") - 1) if "┐" in top else None
+        return rendered
+
+
+class Chart(Pane):
+    """The chart tab."""
+
+    DEFAULT_CSS = """
+    Chart #keys { width: 24; }
+    Chart #keys.hidden { display: none; }
+    Chart #key-list { height: 1fr; }
+    Chart #plot { height: 1fr; }
+    Chart #readout { height: auto; max-height: 3; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "log", "log scale"),
+        Binding("plus,equals_sign", "zoom(0.5)", "zoom in"),
+        Binding("minus", "zoom(2)", "zoom out"),
+        Binding("0", "unzoom", "whole run"),
+        Binding("left", "cross(-1)", "crosshair", show=False),
+        Binding("right", "cross(1)", show=False),
+        Binding("shift+left", "cross(-10)", show=False),
+        Binding("shift+right", "cross(10)", show=False),
+        Binding("k", "toggle_keys", "keys"),
+    ]
+
+    def __init__(self, palette: str = "tableau", metric: str = "", **kwargs: Any) -> None:
+        super().__init__(palette, **kwargs)
+        self.pattern = metric  # the key list's regular expression
+        self.key: str | None = None  # the key drawn (the highlighted one)
+        self.log_scale = False
+        self.window: tuple[float, float] | None = None  # the step range zoomed to
+        self.cross: float | None = None  # the crosshair's step
+        self.problem: str | None = None
+        self._model: Model | None = None
+        self._keys: list[str] = []
+        self._lines: list[Line] = []
+        self._drawn: Any = None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="keys"):
+                yield Input(self.pattern, placeholder="keys: a regular expression", id="key-filter")
+                yield OptionList(id="key-list")
+            with Vertical():
+                yield Plot(id="plot")
+                yield Static("", id="readout")
+
+    # -- what is drawn -------------------------------------------------------------------------------
+    def show(self, model: Model) -> None:
+        self._model = model
+        runs = model.picked_runs()
+        keys = keys_of(runs)
+        if keys != self._keys:
+            self._keys = keys
+            self._list_keys()
+        stamp = tuple((r.id, r.last_step, r.rewinds) for r in runs)
+        plot = self.query_one(Plot)
+        drawn = (
+            stamp,
+            self.key,
+            self.log_scale,
+            self.window,
+            self.cross,
+            plot.size,
+            self.palette,
+            self.app.theme,
+        )
+        if drawn == self._drawn:
+            return
+        if drawn[:2] != (self._drawn or (None, None))[:2]:
+            self._lines = lines(model, self.key, self.palette)
+        self._drawn = drawn
+        self._draw()
+
+    def _list_keys(self) -> None:
+        """Fill the key list with the keys the pattern matches, keeping the highlighted key."""
+        options = self.query_one("#key-list", OptionList)
+        try:
+            pattern = re.compile(self.pattern) if self.pattern else None
+            self.problem = None
+        except re.error as exc:
+            pattern, self.problem = None, f"keys: {exc}"
+        shown = [k for k in self._keys if pattern is None or pattern.search(k)]
+        if self.pattern and not shown and self._keys:
+            self.problem = f"keys: no key of the picked runs matches {self.pattern!r}"
+        if self.key not in shown:
+            self.key = shown[0] if shown else None
+        options.clear_options()
+        options.add_options([Option(k, id=k) for k in shown])
+        if self.key is not None:
+            options.highlighted = shown.index(self.key)
+
+    def _draw(self) -> None:
+        plot = self.query_one(Plot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(self.key or ("pick a run with space" if not self._lines else ""))
+        width = max(plot.size.width, 20)
+        for line in self._lines:
+            steps, values = thinned(line, width, self.window, self.log_scale)
+            if steps:
+                plt.plot(steps, values, label=line.label, marker="braille", color=line.colour)
+        if self.log_scale:
+            plt.yscale("log")
+        if self.window is not None:
+            plt.xlim(*self.window)
+        if self.cross is not None:
+            plt.vline(self.cross, "gray")
+        plt.xlabel("step")
+        plot.refresh()
+        self.query_one("#readout", Static).update(self.readout())
+
+    def readout(self) -> Text:
+        """What the crosshair reads (each run's value at its step), else each run's last value."""
+        text = Text(f"step {number(self.cross)}  " if self.cross is not None else "last  ")
+        for line in self._lines:
+            point = line.at(self.cross) if self.cross is not None else None
+            if point is None and len(line.steps):
+                point = (float(line.steps[-1]), float(line.values[-1]))
+            if point is None:
+                continue
+            text.append("● ", style=hex_colour(line.colour))
+            text.append(f"{line.label} {number(point[1])}")
+            if self.cross is not None and point[0] != self.cross:
+                text.append(f" (step {number(point[0])})", style="dim")
+            text.append("  ")
+        if self.log_scale:
+            text.append("log scale", style="italic")
+        if self.problem:
+            text.append(f"  {self.problem}", style="bold red")
+        return text
+
+    def span(self) -> tuple[float, float] | None:
+        """The step range on screen."""
+        if self.window is not None:
+            return self.window
+        ends = [(float(line.steps[0]), float(line.steps[-1])) for line in self._lines if len(line.steps)]
+        if not ends:
+            return None
+        return min(lo for lo, _ in ends), max(hi for _, hi in ends)
+
+    def _again(self) -> None:
+        if self._model is not None:
+            self.show(self._model)
+
+    # -- keys and the mouse --------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "key-filter":
+            self.pattern = event.value.strip()
+            self._list_keys()
+            self._again()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "key-filter":
+            event.stop()
+            self.query_one("#key-list", OptionList).focus()
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.key = event.option.id
+        self._again()
+
+    def action_log(self) -> None:
+        self.log_scale = not self.log_scale
+        self._again()
+
+    def action_zoom(self, factor: float, at: float | None = None) -> None:
+        span = self.span()
+        if span is None:
+            return
+        lo, hi = span
+        centre = at if at is not None else self.cross if self.cross is not None else (lo + hi) / 2
+        half = max((hi - lo) * factor / 2, 1.0)
+        whole = self._whole()
+        if whole is not None and 2 * half >= whole[1] - whole[0]:
+            self.window = None  # zoomed out past the whole run
+        else:
+            self.window = (centre - half, centre + half)
+        self._again()
+
+    def _whole(self) -> tuple[float, float] | None:
+        window, self.window = self.window, None
+        try:
+            return self.span()
+        finally:
+            self.window = window
+
+    def action_unzoom(self) -> None:
+        self.window = None
+        self._again()
+
+    def action_cross(self, columns: int) -> None:
+        span = self.span()
+        if span is None:
+            return
+        lo, hi = span
+        per_column = (hi - lo) / max(self.query_one(Plot).size.width, 1)
+        start = self.cross if self.cross is not None else (hi if columns < 0 else lo)
+        self.cross = float(round(min(max(start + columns * max(per_column, 1.0), lo), hi)))
+        self._again()
+
+    def step_at(self, x: int) -> float | None:
+        """The step under column ``x`` of the plot, if it is inside the plotting area."""
+        plot, span = self.query_one(Plot), self.span()
+        if plot.canvas is None or span is None:
+            return None
+        first, last = plot.canvas
+        if not first <= x <= last or last <= first:
+            return None
+        return float(round(span[0] + (x - first) / (last - first) * (span[1] - span[0])))
+
+    def _mouse_step(self, event: events.MouseEvent) -> float | None:
+        offset = event.get_content_offset(self.query_one(Plot))
+        return None if offset is None else self.step_at(offset.x)
+
+    def on_click(self, event: events.Click) -> None:
+        step = self._mouse_step(event)
+        if step is not None:
+            self.cross = step
+            self._again()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        if event.get_content_offset(self.query_one(Plot)) is not None:
+            self.action_zoom(1 / ZOOM, self._mouse_step(event))
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        if event.get_content_offset(self.query_one(Plot)) is not None:
+            self.action_zoom(ZOOM, self._mouse_step(event))
+
+    def action_toggle_keys(self) -> None:
+        self.query_one("#keys").toggle_class("hidden")

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from support.helpers import SRC, wait_until  # noqa: E402
 from tunetrack import Tracker  # noqa: E402
 from tunetrack.tui.app import TunetrackApp  # noqa: E402
@@ -154,3 +156,233 @@ def _focused_filter(screen: str) -> bool:
     which is then drawn apart from the rest (``f``, escape codes, ``ilter: state``)."""
     line = next((line for line in screen.splitlines() if "ilter: state" in line), "")
     return bool(line) and "filter: state" not in line
+
+
+def sweep(root) -> dict[str, str]:
+    """Four finished runs of a little sweep: ``{name: id}``; lr and a loss that ends lower for a larger lr."""
+    ids = {}
+    for name, lr, end in (("a", 1e-4, 0.9), ("b", 3e-4, 0.5), ("c", 1e-3, 0.2), ("d", 3e-3, 0.7)):
+        with Tracker(project="s", name=name, dir=root, console=False, system=False, config={"lr": lr}) as run:
+            for step in range(1, 101):
+                run.log(
+                    {"loss": end + (2.0 - end) * (100 - step) / 99, "eval/acc": step / 100 * lr * 1e3},
+                    step=step,
+                )
+        ids[name] = run.id
+    return ids
+
+
+def test_columns_sort_and_several_picked_runs(tmp_path):
+    sweep(tmp_path)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path, interval=0.2, columns=["config.lr"], sort="loss:min")
+        async with app.run_test(size=(140, 36)) as pilot:
+            await until(pilot, lambda: [r[2] for r in cells(app)] == ["c", "b", "d", "a"])
+            table = app.query_one("#runs")
+            assert [str(c.label).split()[0] for c in table.columns.values() if str(c.label)][-2:] == [
+                "config.lr",
+                "loss:min",
+            ]
+            assert [r[6] for r in cells(app)] == ["0.001", "0.0003", "0.003", "0.0001"]
+            assert [r[7] for r in cells(app)] == ["0.2", "0.5", "0.7", "0.9"]
+            await pilot.press("S")  # the other way
+            await until(pilot, lambda: [r[2] for r in cells(app)] == ["a", "d", "b", "c"])
+            await pilot.click("#runs", offset=(8, 0))  # the state column's header: sorted by state, then name
+            await until(pilot, lambda: app.model.sort == "state")
+            await pilot.press("a")  # every run shown picked, each with its colour
+            await until(pilot, lambda: len(app.model.picked) == 4 and all(r[0] == "●" for r in cells(app)))
+            chart = app.query_one("#chart")
+            await until(pilot, lambda: len(chart._lines) == 4)
+            assert {line.label for line in chart._lines} == {"a", "b", "c", "d"}
+            assert len({line.colour for line in chart._lines}) == 4
+            await pilot.press("x")
+            await until(pilot, lambda: not app.model.picked and not chart._lines)
+            # a column no run has: one line naming the closest names, the other runs still shown
+            await pilot.press("c")
+            for key in ["ctrl+a", "ctrl+k", *"los:min"]:
+                await pilot.press(key)
+            await pilot.press("enter")
+            await until(pilot, lambda: "los:min" in str(app.query_one("#problem").render()))
+            assert "did you mean" in str(app.query_one("#problem").render()) and len(cells(app)) == 4
+
+    asyncio.run(drive())
+
+
+def test_the_chart_s_keys_crosshair_zoom_and_log_scale(tmp_path):
+    ids = sweep(tmp_path)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path, runs=[ids["b"], ids["c"]], interval=0.2)
+        async with app.run_test(size=(140, 40)) as pilot:
+            chart = app.query_one("#chart")
+            await until(pilot, lambda: len(chart._lines) == 2 and chart.key == "loss")
+            # the key list, searched by a regular expression: the highlighted key is drawn
+            await pilot.press("m")
+            for key in "acc$":
+                await pilot.press(key)
+            await until(pilot, lambda: chart.key == "eval/acc")
+            options = app.query_one("#key-list")
+            assert [options.get_option_at_index(i).id for i in range(options.option_count)] == ["eval/acc"]
+            for _ in range(4):
+                await pilot.press("backspace")
+            await pilot.press("enter")  # to the list, then down to the next key
+            await until(pilot, lambda: options.option_count == 2)
+            await pilot.press("up")
+            await until(pilot, lambda: chart.key == "loss")
+            # the crosshair reads each run's value at its step, as logged
+            app.query_one("#plot").focus()
+            await pilot.press("left")
+            await until(pilot, lambda: chart.cross is not None)
+            at = int(chart.cross)
+            for line in chart._lines:
+                want = {"b": 0.5, "c": 0.2}[line.label]
+                assert line.at(at) == (at, pytest.approx(want + (2.0 - want) * (100 - at) / 99))
+            readout = str(app.query_one("#readout").render())
+            assert f"step {at}" in readout and "b 0." in readout and "c 0." in readout
+            # a click on the plot puts the crosshair at the step under it
+            plot = app.query_one("#plot")
+            first, last = plot.canvas
+            await pilot.click("#plot", offset=(first, 5))
+            await until(pilot, lambda: chart.cross == 1.0)
+            await pilot.click("#plot", offset=(last, 5))
+            await until(pilot, lambda: chart.cross == 100.0)
+            # zoomed around the crosshair: half the span, then the whole run again
+            await pilot.press("left", "left", "left")
+            await until(pilot, lambda: chart.cross < 100.0)
+            centre = chart.cross
+            await pilot.press("plus")
+            await until(pilot, lambda: chart.window is not None)
+            lo, hi = chart.window
+            assert hi - lo == pytest.approx(99 / 2) and (lo + hi) / 2 == centre
+            steps, _ = thinned(chart._lines[0], 100, chart.window, log=False)
+            assert lo <= steps[0] and steps[-1] <= hi
+            await pilot.press("0")
+            await until(pilot, lambda: chart.window is None)
+            await pilot.press("l")
+            await until(pilot, lambda: "log scale" in str(app.query_one("#readout").render()))
+
+    asyncio.run(drive())
+
+
+def test_log_scale_leaves_out_what_it_cannot_draw(tmp_path):
+    with Tracker(name="signs", dir=tmp_path, console=False, system=False) as run:
+        for step, value in enumerate([4.0, 0.0, -1.0, 2.0, float("nan"), 1.0], start=1):
+            run.log({"reward": value}, step=step)
+    model = Model(tmp_path)
+    model.poll()
+    model.pick(run.id)
+    [line] = lines(model, "reward", "colorblind")
+    assert thinned(line, 40, None, log=True) == ([1.0, 4.0, 6.0], [4.0, 2.0, 1.0])
+    assert line.colour == (0x00, 0x72, 0xB2)  # the colour-blind palette's first
+
+
+def test_the_console_greps_and_follows(tmp_path):
+    code = """
+import sys, time
+from pathlib import Path
+from tunetrack import Tracker
+run = Tracker(name="chatty", dir=sys.argv[1], system=False, console=True).start()
+for i in range(1, 200):
+    print(f"step {i} loss {1 / i:.3f}", flush=True)
+    if i % 10 == 0:
+        print(f"checkpoint-{i} saved", flush=True)
+    run.log({"loss": 1 / i}, step=i)
+    while i >= 30 and not Path(sys.argv[2]).exists():
+        time.sleep(0.05)
+run.finish()
+"""
+    go = tmp_path / "go"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "runs"), str(go)], env={**os.environ, "PYTHONPATH": SRC}
+    )
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path / "runs", interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.press("2")
+            log = app.query_one("#console-log")
+            text = lambda: [str(line.text) for line in log.lines]  # noqa: E731
+            await until(pilot, lambda: any("step 30 loss" in t for t in text()))
+            await pilot.press("g")
+            for key in "saved$":
+                await pilot.press(key)
+            await pilot.press("enter")
+            await until(
+                pilot, lambda: text() and all(t.endswith("saved") for t in text()) and len(text()) == 3
+            )
+            go.touch()  # the run goes on: the lines it prints after are added, nothing twice
+            await until(pilot, lambda: any("checkpoint-190 saved" in t for t in text()), timeout=60)
+            assert len(text()) == 19 and len(set(text())) == 19
+
+    try:
+        asyncio.run(drive())
+    finally:
+        proc.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_the_console_shows_one_rank(tmp_path):
+    from test_console import ON, TORCHRUN
+
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(script),
+            str(tmp_path / "runs"),
+        ],
+        env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", **ON},
+        capture_output=True,
+        timeout=180,
+    )
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path / "runs", interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: bool(cells(app)))
+            await pilot.press("2")
+            log = app.query_one("#console-log")
+            text = lambda: [str(line.text) for line in log.lines]  # noqa: E731
+            await until(pilot, lambda: any("[rank 1] hello from rank 1" in t for t in text()), timeout=30)
+            assert any("[rank 0] hello from rank 0" in t for t in text())
+            app.query_one("#console-log").focus()
+            await pilot.press("right_square_bracket", "right_square_bracket")  # all, rank 0, rank 1
+            await until(pilot, lambda: str(app.query_one("#rank").render()) == "rank 1")
+            await until(pilot, lambda: text() and all("rank 0" not in t for t in text()))
+            assert any("hello from rank 1" in t for t in text())
+
+    asyncio.run(drive())
+
+
+def test_light_theme_and_a_narrow_terminal(tmp_path):
+    sweep(tmp_path)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path, interval=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: len(cells(app)) == 4)
+            main, runs, tabs = app.query_one("#main"), app.query_one("#left"), app.query_one("#tabs")
+            assert main.has_class("narrow") and runs.region.bottom <= tabs.region.y  # runs above the tabs
+            assert not app.query_one("#keys").display and app.query_one("#plot").region.width >= 70
+            assert app.query_one("#runs").virtual_size.width <= 80  # every column fits
+            await pilot.press("m")  # the key list comes for a search
+            await until(pilot, lambda: app.query_one("#keys").display)
+            await pilot.press("escape")
+            app.query_one("#runs").focus()
+            await pilot.press("t")
+            await until(pilot, lambda: not app.current_theme.dark)
+            row = app.query_one("#runs").get_row_at(0)
+            assert row[1].style == "dark_green"  # finished, darker on a light background
+            await pilot.press("f")  # the runs pane fills the screen, then back
+            await until(pilot, lambda: app.screen.maximized is not None)
+            await pilot.press("f")
+            await until(pilot, lambda: app.screen.maximized is None)
+
+    asyncio.run(drive())

@@ -128,6 +128,26 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None, read_on
     "--where", default="", help="Only the runs this expression keeps (as ls --where); / changes it."
 )
 @click.option(
+    "--columns",
+    default="",
+    help="More columns, comma-separated fields of --where's language (loss:min, config.lora.r); c changes them.",
+)
+@click.option(
+    "--sort", default=None, help="FIELD[:desc]: the column sorted by (one added if not shown); s changes it."
+)
+@click.option(
+    "--palette",
+    type=click.Choice(["tableau", "colorblind"]),
+    default="tableau",
+    show_default=True,
+    help="The runs' colours: the dashboard's, or one told apart with any colour-vision deficiency.",
+)
+@click.option(
+    "--theme",
+    default=None,
+    help="A Textual theme (textual-light for a light terminal; t switches light and dark).",
+)
+@click.option(
     "--interval",
     type=click.FloatRange(min=0.2),
     default=2.0,
@@ -136,16 +156,40 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None, read_on
 )
 @friendly
 def tui_command(
-    runs: tuple[str, ...], dir: str | None, project: str | None, where: str, interval: float
+    runs: tuple[str, ...],
+    dir: str | None,
+    project: str | None,
+    where: str,
+    columns: str,
+    sort: str | None,
+    palette: str,
+    theme: str | None,
+    interval: float,
 ) -> None:
-    """The runs in this terminal: a runs pane, a chart of the picked runs, the console of the one under
-    the cursor, all following live runs; over SSH, with no browser and no port. RUN...: picked for the
-    chart at the start. Keys: / filter, space pick, m metric, r refresh, ? help, q quit. Needs
-    pip install 'tunetrack[tui]'."""
+    """The runs in this terminal: a runs pane, and tabs with a chart of the picked runs and the console,
+    system metrics, samples, checkpoints and events of the run under the cursor, all following live
+    runs; over SSH, with no browser and no port. RUN...: picked for the chart at the start. ? lists
+    the keys. Needs pip install 'tunetrack[tui]'."""
     try:
         from ..tui.app import TunetrackApp
     except ImportError as exc:
         raise click.ClickException(
             f"tunetrack tui needs textual: pip install 'tunetrack[tui]' ({exc})"
         ) from None
-    TunetrackApp(dir, project, list(runs), where, interval).run()
+    app = TunetrackApp(
+        dir,
+        project,
+        list(runs),
+        where,
+        interval,
+        columns=[c.strip() for c in columns.split(",") if c.strip()],
+        sort=sort,
+        palette=palette,
+    )
+    if theme is not None:
+        if theme not in app.available_themes:
+            raise click.BadParameter(
+                f"no theme {theme!r}; one of {', '.join(sorted(app.available_themes))}", param_hint="--theme"
+            )
+        app.theme = theme
+    app.run()

@@ -54,6 +54,17 @@ KEYS = """\
 """
 
 
+def pane_keys() -> list[Binding]:
+    """The tabs' own keys (``Pane.KEYS``) bound on the app, each running its action on the tab in view."""
+    out = []
+    for tab, _, pane in TABS:
+        for b in pane.KEYS:
+            out.append(Binding(b.key, f"in_pane({tab!r}, {b.action!r})", b.description, show=b.show))
+    keys = [b.key for b in out]
+    assert len(keys) == len(set(keys)), "two tabs share a key"
+    return out
+
+
 class Keys(ModalScreen[None]):
     """``?``: every key."""
 
@@ -66,6 +77,18 @@ class Keys(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Markdown(KEYS)
+
+
+class Side(Vertical):
+    """The runs pane with its filter: ``f`` makes it fill the screen."""
+
+    ALLOW_MAXIMIZE = True
+
+
+class Tabs(TabbedContent):
+    """The tabs: ``f`` makes them fill the screen."""
+
+    ALLOW_MAXIMIZE = True
 
 
 class TunetrackApp(App[None]):
@@ -82,7 +105,7 @@ class TunetrackApp(App[None]):
     #runs { height: 1fr; }
     #problem { color: $error; height: auto; }
     #columns.hidden { display: none; }
-    Input { height: 3; }
+    Input { margin: 0 0 1 0; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus('filter')", "filter"),
@@ -94,6 +117,7 @@ class TunetrackApp(App[None]):
         Binding("x", "drop_all", show=False),
         Binding("m", "keys", "keys"),
         *(Binding(str(i + 1), f"tab('{tab}')", show=False) for i, (tab, _, _) in enumerate(TABS)),
+        *pane_keys(),
         Binding("f", "fill", show=False),
         Binding("t", "light", show=False),
         Binding("r", "look", "refresh"),
@@ -111,7 +135,6 @@ class TunetrackApp(App[None]):
         columns: list[str] | None = None,
         sort: str | None = None,
         palette: str = "tableau",
-        theme: str | None = None,
     ) -> None:
         super().__init__()
         self.model = Model(dir, project, where, list(columns or []))
@@ -119,26 +142,29 @@ class TunetrackApp(App[None]):
             self.model.sort_text(sort)
         self.interval = interval
         self.palette = palette if palette in PALETTES else "tableau"
-        if theme:
-            self.theme = theme
         self._wanted = list(runs or [])
+        self._started = False  # whether the runs pane was drawn with runs in it
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
-            with Vertical(id="left"):
+            with Side(id="left"):
                 yield Input(
-                    self.model.where, placeholder="filter: state = 'running' and loss:min < 2", id="filter"
+                    self.model.where,
+                    placeholder="filter: state = 'running' and loss:min < 2",
+                    id="filter",
+                    compact=True,
                 )
                 yield Input(
                     ", ".join(self.model.columns),
                     placeholder="columns: loss:min, config.lora.r",
                     id="columns",
                     classes="" if self.model.columns else "hidden",
+                    compact=True,
                 )
                 yield RunsTable(self.palette, id="runs")
                 yield Static("", id="problem")
-            with TabbedContent(id="tabs"):
+            with Tabs(id="tabs"):
                 for i, (tab, title, pane) in enumerate(TABS):
                     with TabPane(f"{title} {i + 1}", id=f"tab-{tab}"):
                         yield pane(self.palette, id=tab)
@@ -150,7 +176,9 @@ class TunetrackApp(App[None]):
         self.query_one(RunsTable).focus()
 
     def on_resize(self) -> None:
-        self.query_one("#main").set_class(self.size.width < NARROW, "narrow")
+        narrow = self.size.width < NARROW
+        self.query_one("#main").set_class(narrow, "narrow")
+        self.query_one(Chart).set_class(narrow, "narrow")
 
     # -- looking at the store ------------------------------------------------------------------------
     def action_look(self) -> None:
@@ -171,9 +199,11 @@ class TunetrackApp(App[None]):
                 model.pick(found.id)
                 self._wanted.remove(ref)
                 changed = True
-        if not model.picked and model.rows and not self._wanted:
-            model.pick(model.rows[0].id)  # the newest run, so the chart is never empty for no reason
-            changed = True
+        if not self._started and model.rows and not self._wanted:
+            self._started = True
+            if not model.picked:
+                model.pick(model.rows[0].id)  # the newest run: the chart starts with something on it
+                changed = True
         if not changed:
             return
         table = self.query_one(RunsTable)
@@ -202,6 +232,16 @@ class TunetrackApp(App[None]):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.pane().show(self.model)
+        self.refresh_bindings()  # the footer shows the keys of the tab in view
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A tab's keys work (and show) only while it is in view."""
+        if action == "in_pane":
+            return parameters[0] == self.pane().id
+        return True
+
+    async def action_in_pane(self, tab: str, action: str) -> None:
+        await self.run_action(action, self.pane())
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "filter":
@@ -248,7 +288,7 @@ class TunetrackApp(App[None]):
 
     def action_keys(self) -> None:
         self.query_one(TabbedContent).active = "tab-chart"
-        self.query_one("#key-filter", Input).focus()
+        self.query_one(Chart).search_keys()
 
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = f"tab-{tab}"

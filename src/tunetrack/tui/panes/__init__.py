@@ -5,8 +5,9 @@ and when the cursor moves or a tab comes into view; a tab draws again only what 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+from textual.binding import Binding
 from textual.containers import Vertical
 
 from ..model import Model
@@ -14,6 +15,11 @@ from ..model import Model
 
 class Pane(Vertical):
     """One tab's content; ``palette``: the runs' colours (``palette.PALETTES``)."""
+
+    #: the tab's keys that work wherever the focus is while the tab is in view (the app binds them and
+    #: runs their actions on the pane); no two tabs share a key. Keys that need the focus in one of
+    #: the pane's widgets (the crosshair's arrows) are its ``BINDINGS``.
+    KEYS: ClassVar[list[Binding]] = []
 
     def __init__(self, palette: str = "tableau", **kwargs: Any) -> None:
         super().__init__(**kwargs)

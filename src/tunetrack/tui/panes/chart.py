@@ -86,6 +86,26 @@ def thinned(
     return steps[chosen].tolist(), values[chosen].tolist()
 
 
+def step_ticks(lo: float, hi: float, most: int) -> list[int]:
+    """At most ``most`` whole steps between ``lo`` and ``hi``, 1, 2, 2.5 or 5 times a power of ten apart
+    (as the dashboard's step axis: never 48.8 or 96.5)."""
+    span = max(hi - lo, 1.0)
+    power = 10 ** max(int(np.floor(np.log10(span / max(most, 1)))), 0)
+    gap = next(
+        (m * power for m in (1, 2, 2.5, 5, 10) if span / (m * power) <= most and m * power >= 1), 10 * power
+    )
+    gap = max(int(gap), 1)
+    first = int(np.ceil(lo / gap) * gap)
+    return list(range(first, int(hi) + 1, gap))
+
+
+def step_label(step: int) -> str:
+    """A step as an axis writes it: 950, 12k, 1.5M."""
+    if step >= 1_000_000:
+        return f"{step / 1e6:g}M"
+    return f"{step / 1e3:g}k" if step >= 10_000 else str(step)
+
+
 def keys_of(runs: list[Run]) -> list[str]:
     """Every key the runs logged, the losses first."""
     seen = dict.fromkeys(k for run in runs for k in run.keys())
@@ -115,20 +135,25 @@ class Chart(Pane):
     DEFAULT_CSS = """
     Chart #keys { width: 24; }
     Chart #keys.hidden { display: none; }
+    Chart.narrow #keys { display: none; }
+    Chart.narrow #keys.shown { display: block; }
     Chart #key-list { height: 1fr; }
     Chart #plot { height: 1fr; }
     Chart #readout { height: auto; max-height: 3; }
     """
+    KEYS: ClassVar[list[Binding]] = [
+        Binding("l", "log", "log"),
+        Binding("plus", "zoom(0.5)", "zoom"),
+        Binding("equals_sign", "zoom(0.5)", show=False),
+        Binding("minus", "zoom(2)", show=False),
+        Binding("0", "unzoom", show=False),
+        Binding("k", "toggle_keys", show=False),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("l", "log", "log scale"),
-        Binding("plus,equals_sign", "zoom(0.5)", "zoom in"),
-        Binding("minus", "zoom(2)", "zoom out"),
-        Binding("0", "unzoom", "whole run"),
         Binding("left", "cross(-1)", "crosshair", show=False),
         Binding("right", "cross(1)", show=False),
         Binding("shift+left", "cross(-10)", show=False),
         Binding("shift+right", "cross(10)", show=False),
-        Binding("k", "toggle_keys", "keys"),
     ]
 
     def __init__(self, palette: str = "tableau", metric: str = "", **kwargs: Any) -> None:
@@ -147,7 +172,9 @@ class Chart(Pane):
     def compose(self) -> ComposeResult:
         with Horizontal():
             with Vertical(id="keys"):
-                yield Input(self.pattern, placeholder="keys: a regular expression", id="key-filter")
+                yield Input(
+                    self.pattern, placeholder="keys: a regular expression", id="key-filter", compact=True
+                )
                 yield OptionList(id="key-list")
             with Vertical():
                 yield Plot(id="plot")
@@ -213,6 +240,9 @@ class Chart(Pane):
             plt.yscale("log")
         if self.window is not None:
             plt.xlim(*self.window)
+        if (span := self.span()) is not None:
+            ticks = step_ticks(*span, most=max(width // 12, 2))
+            plt.xticks(ticks, [step_label(t) for t in ticks])
         if self.cross is not None:
             plt.vline(self.cross, "gray")
         plt.xlabel("step")
@@ -335,5 +365,12 @@ class Chart(Pane):
         if event.get_content_offset(self.query_one(Plot)) is not None:
             self.action_zoom(ZOOM, self._mouse_step(event))
 
+    def search_keys(self) -> None:
+        """Show the key list if hidden, and type in its search."""
+        self.query_one("#keys").set_classes("shown")
+        self.query_one("#key-filter", Input).focus()
+
     def action_toggle_keys(self) -> None:
-        self.query_one("#keys").toggle_class("hidden")
+        """Hide the key list (shown by default), or show it (hidden by default in a narrow terminal)."""
+        keys = self.query_one("#keys")
+        keys.toggle_class("shown" if self.has_class("narrow") else "hidden")

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Input, RichLog, Static
 
@@ -34,7 +34,7 @@ class Console(Pane):
     Console #rank { width: auto; padding: 1 1; }
     Console RichLog { height: 1fr; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
+    KEYS: ClassVar[list[Binding]] = [
         Binding("g", "grep", "grep"),
         Binding("left_square_bracket", "rank(-1)", "rank"),
         Binding("right_square_bracket", "rank(1)", show=False),

@@ -9,7 +9,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ..model import BASE_COLUMNS, Model, Row
+from ..model import BASE_COLUMNS, Model
 from ..palette import hex_colour, line_colour, state_colour
 
 #: the columns written flush right (numbers)
@@ -22,7 +22,7 @@ class RunsTable(DataTable[Text]):
     def __init__(self, palette: str = "tableau", **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.palette = palette
-        self._shown: dict[str, list[Text]] = {}
+        self._shown: dict[str, tuple[tuple[str, ...], int, bool]] = {}
         self._header: tuple[str, ...] = ()
 
     def show(self, model: Model) -> None:
@@ -35,31 +35,39 @@ class RunsTable(DataTable[Text]):
                 self.add_column(label, key=name or "picked")
             self._header, self._shown = header, {}
         dark = self.app.current_theme.dark
-        cells = {row.id: self.cells(row, model, dark) for row in model.rows}
-        if list(self._shown) == list(cells) and cells:
-            for rid, new in cells.items():
-                old = self._shown[rid]
-                for at, (was, now) in enumerate(zip(old, new, strict=True)):
+        # what a row shows: its cells, its place among the picked (its colour), the theme
+        seen = {
+            row.id: (row.cells, model.picked.index(row.id) if row.id in model.picked else -1, dark)
+            for row in model.rows
+        }
+        if list(self._shown) == list(seen) and seen:
+            for row in model.rows:
+                if self._shown[row.id] == seen[row.id]:
+                    continue
+                old = self.cells_of(self._shown[row.id], row.shown_state)
+                for at, (was, now) in enumerate(
+                    zip(old, self.cells_of(seen[row.id], row.shown_state), strict=True)
+                ):
                     if (was.plain, was.style) != (now.plain, now.style):
-                        self.update_cell(rid, self.ordered_columns[at].key, now)
+                        self.update_cell(row.id, self.ordered_columns[at].key, now)
         else:
             cursor = self.cursor_row
             self.clear()
-            for rid, row_cells in cells.items():
-                self.add_row(*row_cells, key=rid)
-            if cells:
-                self.move_cursor(row=min(cursor, len(cells) - 1))
-        self._shown = cells
+            for row in model.rows:
+                self.add_row(*self.cells_of(seen[row.id], row.shown_state), key=row.id)
+            if seen:
+                self.move_cursor(row=min(cursor, len(seen) - 1))
+        self._shown = seen
 
-    def cells(self, row: Row, model: Model, dark: bool) -> list[Text]:
-        picked = row.id in model.picked
-        mark = (
-            Text("●", style=hex_colour(line_colour(self.palette, model.picked.index(row.id))))
-            if picked
-            else Text(" ")
-        )
-        out = [mark, Text(row.cells[0], style=state_colour(row.shown_state, dark))]
-        for name, cell in zip(model.header[1:], row.cells[1:], strict=True):
+    def cells_of(self, seen: tuple[tuple[str, ...], int, bool], state: str) -> list[Text]:
+        """A row's cells as drawn, from what it shows (``show``'s ``seen``)."""
+        cells, picked, dark = seen
+        colour = hex_colour(line_colour(self.palette, picked)) if picked >= 0 else ""
+        out = [
+            Text("●" if picked >= 0 else " ", style=colour),
+            Text(cells[0], style=state_colour(state, dark)),
+        ]
+        for name, cell in zip(self._header[2:], cells[1:], strict=True):
             out.append(Text(cell, justify="right" if name in RIGHT or name not in BASE_COLUMNS else "left"))
         return out
 

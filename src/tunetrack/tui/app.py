@@ -19,6 +19,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, Markdown, Static, TabbedContent, TabPane
+from textual.worker import Worker
 
 from .model import Model
 from .palette import PALETTES
@@ -144,6 +145,7 @@ class TunetrackApp(App[None]):
         self.palette = palette if palette in PALETTES else "tableau"
         self._wanted = list(runs or [])
         self._started = False  # whether the runs pane was drawn with runs in it
+        self._looking: Worker[None] | None = None  # the look under way
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -182,9 +184,11 @@ class TunetrackApp(App[None]):
 
     # -- looking at the store ------------------------------------------------------------------------
     def action_look(self) -> None:
-        self._look()
+        """Look at the store now, unless a look is under way (a slow bucket's): looks never pile up."""
+        if self._looking is None or self._looking.is_finished:
+            self._looking = self._look()
 
-    @work(thread=True, exclusive=True, group="look")
+    @work(thread=True, group="look")
     def _look(self) -> None:
         """One look at the store, off the screen's thread; the panes are drawn with what it found."""
         changed = self.model.poll()

@@ -1,0 +1,114 @@
+"""``tunetrack tui`` on a bucket (moto's S3 server on 127.0.0.1, through the fault proxy): the runs
+show, a live run's step advances on screen, its console shows; the keys answer at once while a look
+at a distant bucket is under way (the store is looked at on a thread of its own); a look that finds
+nothing changed costs a few requests, whatever the number of runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.helpers import SRC
+from tunetrack import Tracker
+from tunetrack.tui.app import TunetrackApp
+
+
+@pytest.fixture(autouse=True)
+def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
+
+
+async def until(pilot, condition, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await pilot.pause(0.05)
+
+
+def cells(app: TunetrackApp) -> list[list[str]]:
+    table = app.query_one("#runs")
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+LIVE = """
+import sys, time
+from pathlib import Path
+from tunetrack import Tracker
+run = Tracker(dir=sys.argv[1], project="p", name="live", system=False, console=True, upload_interval=0.3).start()
+print("hello from the live run", flush=True)
+step = 0
+while not Path(sys.argv[2]).exists() and step < 600:
+    step += 1
+    run.log({"loss": 5.0 / step}, step=step)
+    time.sleep(0.2)
+run.finish()
+"""
+
+
+def test_the_terminal_view_follows_a_live_run_in_a_bucket(s3_proxy, tmp_path) -> None:
+    url, proxy = s3_proxy
+    for i in range(6):
+        with Tracker(dir=url, project="p", name=f"done-{i}", system=False, console=False) as run:
+            run.log({"loss": 1.0 + i}, step=1)
+    stop = tmp_path / "stop"
+    live = subprocess.Popen(
+        [sys.executable, "-c", LIVE, url, str(stop)], env={**os.environ, "PYTHONPATH": SRC}
+    )
+
+    def live_step(app: TunetrackApp) -> int:
+        return next((int(r[4]) for r in cells(app) if r[2] == "live" and r[4].isdigit()), 0)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=url, interval=0.3)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: len(cells(app)) == 7 and live_step(app) > 0)
+            seen = live_step(app)
+            await until(pilot, lambda: live_step(app) >= seen + 3)  # it advances on screen
+            await pilot.press("2")  # the live run is the newest: under the cursor
+            log = app.query_one("#console-log")
+            await until(pilot, lambda: any("hello from the live run" in str(line.text) for line in log.lines))
+
+            # a distant bucket: each request waits 0.5 s; the keys still answer at once
+            proxy.latency = 0.5
+            app.action_look()
+            await pilot.pause(0.1)
+            started = time.monotonic()
+            await pilot.press("slash")
+            await until(pilot, lambda: app.focused is app.query_one("#filter"), timeout=5)
+            assert time.monotonic() - started < 0.4, "a key waited for the bucket"
+            proxy.latency = 0.0
+
+    try:
+        asyncio.run(drive())
+    finally:
+        stop.touch()
+        live.wait(timeout=60)
+
+
+def test_an_idle_look_at_a_bucket_costs_a_few_requests(s3_proxy) -> None:
+    url, proxy = s3_proxy
+    for i in range(20):
+        with Tracker(dir=url, project="p", name=f"r{i}", system=False, console=False) as run:
+            run.log({"loss": float(i)}, step=1)
+
+    async def drive() -> dict[str, int]:
+        app = TunetrackApp(dir=url, interval=3600)  # looks only when asked
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: len(cells(app)) == 20)
+            await pilot.pause(0.5)
+            before = proxy.count()
+            for _ in range(3):
+                worker = app._look()
+                await worker.wait()
+            return {"per_look": (proxy.count() - before) // 3}
+
+    found = asyncio.run(drive())
+    assert found["per_look"] <= 4, found  # a listing (and a stat), never one request per run

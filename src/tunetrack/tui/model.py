@@ -108,7 +108,7 @@ class Model:
         None: its system samples and console lines change no row of the runs table, and a run that
         stalls its logging is what its system tab is looked at for."""
         row = next((r for r in self._rows if r.id == self.current), None)
-        run = self._runs.get(self.current) if row is not None and row.values[0] == State.RUNNING else None
+        run = self._runs.get(row.id) if row is not None and row.values[0] == State.RUNNING else None
         return run.folder.signature() if run is not None else None
 
     @property

@@ -80,10 +80,9 @@ def buckets(s: Series, start: float, end: float, columns: int, how: str) -> np.n
     return np.divide(sums, counts, out=np.full(columns, np.nan), where=counts > 0)
 
 
-def gpus(keys: list[str], suffix: str) -> list[str]:
-    """The keys of every GPU's ``suffix`` (``gpu.0.util``, ``gpu.1.util``, ...), by GPU number."""
-    found = [(int(m[1]), k) for k in keys if (m := GPU_KEY.fullmatch(k)) and m[2] == suffix]
-    return [k for _, k in sorted(found)]
+def gpus(keys: list[str], suffix: str) -> list[tuple[int, str]]:
+    """Every GPU's number and its key of ``suffix`` (``(0, "gpu.0.util")``, ...), by number."""
+    return sorted((int(m[1]), k) for k in keys if (m := GPU_KEY.fullmatch(k)) and m[2] == suffix)
 
 
 def node_labels(nodes: list[str]) -> dict[str, str]:
@@ -168,12 +167,11 @@ def draw(run: Run, width: int, dark: bool) -> Text:
     maps = [(title, how, gpu_rows(run, gpus(keys, suffix), labels)) for title, suffix, how in GAUGES]
     host = {key: run.system_series(key) for key, _, _ in HOST if key in keys}
     every = [s for _, _, rows in maps for _, s in rows] + [s for per in host.values() for s in per.values()]
-    label_width = 2 + max(
-        len(label) for label in [*(r for _, _, rows in maps for r, _ in rows), "process RAM"]
-    )
+    row_labels = [*(label for _, _, rows in maps for label, _ in rows), *(label for _, label, _ in HOST)]
+    label_width = 2 + max(len(label) for label in row_labels)
     span = frame(every, width - label_width - VALUE_WIDTH)
-    if span is None:  # facts alone (a CPU count), nothing over time
-        return Text("no system metrics over time recorded")
+    if span is None:  # other metrics alone (GPU temperatures, a CPU count)
+        return Text("none of the system metrics this tab draws was recorded (tunetrack show lists them)")
     out = Text(no_wrap=True, overflow="crop")
     if not any(rows for _, _, rows in maps):
         out.append("no GPU metrics recorded\n", style="italic")
@@ -190,13 +188,9 @@ def draw(run: Run, width: int, dark: bool) -> Text:
     return out
 
 
-def gpu_rows(run: Run, keys: list[str], labels: dict[str, str]) -> list[tuple[str, Series]]:
+def gpu_rows(run: Run, keys: list[tuple[int, str]], labels: dict[str, str]) -> list[tuple[str, Series]]:
     """A heatmap's rows: ``node0 gpu3`` and its series, for each GPU of each node, node by node."""
-    rows = [
-        (labels[node], int(GPU_KEY.fullmatch(key)[1]), s)  # type: ignore[index]
-        for key in keys
-        for node, s in run.system_series(key).items()
-    ]
+    rows = [(labels[node], gpu, s) for gpu, key in keys for node, s in run.system_series(key).items()]
     return [(f"{node} gpu{gpu}", s) for node, gpu, s in sorted(rows, key=lambda r: r[:2])]
 
 

@@ -3,7 +3,7 @@
 A heatmap per GPU metric (utilization, memory used), a row per GPU of each node (``node0 gpu3``) and a
 column per time bucket: the span the run was sampled over, cut into as many equal buckets as the pane
 has columns, or as the row with the most samples has samples if that is fewer (a short run is not
-stretched: no bucket stands for less than a sample). A utilization bucket is the **mean** of the samples
+stretched over empty buckets: it grows a column a sample until it fills the pane). A utilization bucket is the **mean** of the samples
 in it (how busy the GPU was over that time: a max would paint a GPU that idles between bursts as busy);
 a memory bucket is their **max** (the peak is what runs out of memory). Below them the host, per node:
 CPU, memory, the training processes' share, disk and network, each a sparkline of its means per bucket
@@ -106,14 +106,13 @@ class Frame:
 
 
 def frame(series: list[Series], width: int) -> Frame | None:
-    """The frame of ``series`` in ``width`` columns (fewer when no series has as many samples), or
-    None when none holds a sample."""
-    sampled = [s for s in series if len(s)]
-    if not sampled:
+    """The frame of ``series`` (each with a sample, as ``Run.system_series`` gives them) in ``width``
+    columns, fewer when no series has as many samples; None without a series."""
+    if not series:
         return None
-    start = min(float(s.times[0]) for s in sampled)
-    end = max(float(s.times[-1]) for s in sampled)
-    return Frame(start, end, max(1, min(width, max(len(s) for s in sampled))))
+    start = min(float(s.times[0]) for s in series)
+    end = max(float(s.times[-1]) for s in series)
+    return Frame(start, end, max(1, min(width, max(len(s) for s in series))))
 
 
 def value_text(value: float, unit: str) -> str:

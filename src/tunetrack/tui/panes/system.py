@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from rich.text import Text
@@ -34,8 +34,10 @@ from ..model import Model
 from ..palette import heat_colour, hex_colour
 from . import Pane
 
+#: how a bucket's samples make its value
+Reduce = Literal["mean", "max"]
 #: the heatmaps: title, the key after ``gpu.<i>.``, how a bucket's samples make its value
-GAUGES: tuple[tuple[str, str, str], ...] = (
+GAUGES: tuple[tuple[str, str, Reduce], ...] = (
     ("GPU utilization", "util", "mean"),
     ("GPU memory used", "memory.percent", "max"),
 )
@@ -61,7 +63,7 @@ VALUE_WIDTH = 13
 FALLBACK_WIDTH = 60
 
 
-def buckets(s: Series, start: float, end: float, columns: int, how: str) -> np.ndarray:
+def buckets(s: Series, start: float, end: float, columns: int, how: Reduce) -> np.ndarray:
     """``s``'s values gathered into ``columns`` equal spans of time from ``start`` to ``end`` (a
     sample at ``end`` falls in the last): each the mean, or with ``how="max"`` the max, of the samples
     in it that hold a number; NaN where none does."""
@@ -101,7 +103,8 @@ class Frame:
     end: float
     columns: int
 
-    def of(self, s: Series, how: str) -> np.ndarray:
+    def of(self, s: Series, how: Reduce) -> np.ndarray:
+        """``s``'s value in each bucket (``buckets``)."""
         return buckets(s, self.start, self.end, self.columns, how)
 
 
@@ -194,7 +197,13 @@ def gpu_rows(run: Run, keys: list[tuple[int, str]], labels: dict[str, str]) -> l
 
 
 def heatmap(
-    out: Text, title: str, how: str, rows: list[tuple[str, Series]], span: Frame, label_width: int, dark: bool
+    out: Text,
+    title: str,
+    how: Reduce,
+    rows: list[tuple[str, Series]],
+    span: Frame,
+    label_width: int,
+    dark: bool,
 ) -> None:
     """One GPU metric's heatmap: its title and the legend of its scale, a row per GPU, the time axis."""
     bucket = (span.end - span.start) / span.columns

@@ -128,7 +128,12 @@ def duration(run: Run) -> str:
     end = run.ended or (time.time() if run.state == State.RUNNING else None)
     if end is None or not run.created:
         return NONE
-    seconds = int(max(end - run.created, 0))
+    return elapsed(end - run.created)
+
+
+def elapsed(seconds: float) -> str:
+    """A span of time as ``duration`` words it: ``3m07s``, ``2h05m``."""
+    seconds = int(max(seconds, 0))
     hours, rest = divmod(seconds, 3600)
     return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 

@@ -408,6 +408,11 @@ class Run:
                 seen.update(dict.fromkeys(block.keys()))
         return sorted(seen)
 
+    def system_samples(self) -> dict[str, int]:
+        """How many samples each node recorded: what a follower of a live run compares to tell that
+        its system metrics grew, without reading a series."""
+        return {node: sum(len(b.steps) for b in blocks) for node, blocks in self._system().items()}
+
     def system_series(self, key: str) -> dict[str, Series]:
         """One system metric per node."""
         out = {node: series(blocks, key) for node, blocks in self._system().items()}

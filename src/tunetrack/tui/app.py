@@ -27,12 +27,13 @@ from .panes import Pane
 from .panes.chart import Chart
 from .panes.console import Console
 from .panes.runs import RunsTable
+from .panes.system import System
 
 #: below this many columns the runs pane goes above the tabs
 NARROW = 110
 
 #: the tabs, in the order of their keys (1, 2, ...)
-TABS = (("chart", "Chart", Chart), ("console", "Console", Console))
+TABS = (("chart", "Chart", Chart), ("console", "Console", Console), ("system", "System", System))
 
 KEYS = """\
 | key | does |

@@ -3,7 +3,8 @@ its own): the runs a filter keeps, with the columns asked for, in the order aske
 picked for the chart.
 
 The rows come from the store's runs table (``reader.Catalog``, the dashboard's): one look says whether
-any run changed, and when none did nothing else is read. The filter, the columns and their values are
+any run changed, and when none did nothing else is read but the listing of the running run under the
+cursor (its system samples and console lines change no row). The filter, the columns and their values are
 the dashboard's too (``reader.sweeps.select``: a run's config read only when a field names it).
 """
 
@@ -20,6 +21,7 @@ from ..reader.as_text import number, short, state_words
 from ..reader.sweeps import Configs, select
 from ..reader.where import MISSING, WhereError
 from ..reader.where import field as parse_field
+from ..states import State
 from ..values import missing_last
 
 #: a state's words are cut to this many characters (the console tab shows the rest)
@@ -73,6 +75,7 @@ class Model:
     _runs: dict[str, Run] = field(default_factory=dict)
     _rows: list[Row] = field(default_factory=list)
     _seen: tuple[Any, ...] | None = None
+    _grown: Any = None
     _catalog: Catalog = field(init=False)
     _configs: Configs = field(default_factory=Configs)
 
@@ -84,17 +87,29 @@ class Model:
         return (*BASE_COLUMNS, *self.columns)
 
     def poll(self) -> bool:
-        """Look at the store; whether anything the view shows changed (``rows``, the picked runs)."""
+        """Look at the store; whether anything the view shows changed (``rows``, the picked runs, the
+        files of the run under the cursor while it runs)."""
         version = self._catalog.refresh()
         asked = (version, self.where, tuple(self.columns), self.sort, self.descending)
-        if asked == self._seen:
+        grown = self._current_files()
+        if asked == self._seen and grown == self._grown:
             return False
-        self._seen = asked
-        self._rows = self._select()
+        self._grown = grown
+        if asked != self._seen:
+            self._seen = asked
+            self._rows = self._select()
         for rid in {*self.picked, self.current}:
             if rid is not None and (run := self._runs.get(rid)) is not None:
                 run.refresh()  # what it appended since the last look
         return True
+
+    def _current_files(self) -> Any:
+        """The files of the run under the cursor while it runs (their names, sizes and times), else
+        None: its system samples and console lines change no row of the runs table, and a run that
+        stalls its logging is what its system tab is looked at for."""
+        row = next((r for r in self._rows if r.id == self.current), None)
+        run = self._runs.get(row.id) if row is not None and row.values[0] == State.RUNNING else None
+        return run.folder.signature() if run is not None else None
 
     @property
     def rows(self) -> list[Row]:

@@ -1,5 +1,5 @@
-"""The terminal view's colours: a line colour per picked run, and the state colours made to read on a
-light terminal too.
+"""The terminal view's colours: a line colour per picked run, the state colours made to read on a
+light terminal too, and the heat scale of the system tab's heatmaps.
 
 Two palettes of ten, told apart by everyone who can tell colours apart at all: ``tableau`` (the
 dashboard's, so a run looks the same in both) and ``colorblind`` (Okabe and Ito's, told apart with
@@ -37,6 +37,15 @@ PALETTES: dict[str, tuple[tuple[int, int, int], ...]] = {
     ),
 }
 
+#: viridis at five points: sequential, even in lightness, read alike by the colour-blind
+VIRIDIS: tuple[tuple[int, int, int], ...] = (
+    (0x44, 0x01, 0x54),
+    (0x3B, 0x52, 0x8B),
+    (0x21, 0x91, 0x8C),
+    (0x5E, 0xC9, 0x62),
+    (0xFD, 0xE7, 0x25),
+)
+
 #: a state's colour on a light background, where the terminal's bright ones wash out
 _ON_LIGHT = {
     "cyan": "dark_cyan",
@@ -60,3 +69,15 @@ def state_colour(state: str, dark: bool) -> str:
     """The colour a state is written in (``states.COLOURS``), darker on a light background."""
     colour = COLOURS.get(state, "")
     return colour if dark else _ON_LIGHT.get(colour, colour)
+
+
+def heat_colour(fraction: float, dark: bool) -> tuple[int, int, int]:
+    """The colour of ``fraction`` (0 to 1, clipped) on the heat scale: viridis, dark to light on a dark
+    background and light to dark on a light one, so that a busy GPU stands out from the background
+    and an idle one recedes into it on either."""
+    at = min(max(fraction, 0.0), 1.0)
+    at = (at if dark else 1.0 - at) * (len(VIRIDIS) - 1)
+    i = min(int(at), len(VIRIDIS) - 2)
+    low, high = VIRIDIS[i], VIRIDIS[i + 1]
+    r, g, b = (round(a + (z - a) * (at - i)) for a, z in zip(low, high))
+    return r, g, b

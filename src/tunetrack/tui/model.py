@@ -73,6 +73,7 @@ class Model:
     _runs: dict[str, Run] = field(default_factory=dict)
     _rows: list[Row] = field(default_factory=list)
     _seen: tuple[Any, ...] | None = None
+    _recorded: tuple[Any, ...] | None = None  # the current run's events and rows of samples
     _catalog: Catalog = field(init=False)
     _configs: Configs = field(default_factory=Configs)
 
@@ -88,13 +89,31 @@ class Model:
         version = self._catalog.refresh()
         asked = (version, self.where, tuple(self.columns), self.sort, self.descending)
         if asked == self._seen:
-            return False
+            return self._current_recorded(refresh=True)
         self._seen = asked
         self._rows = self._select()
         for rid in {*self.picked, self.current}:
             if rid is not None and (run := self._runs.get(rid)) is not None:
                 run.refresh()  # what it appended since the last look
+        self._current_recorded(refresh=False)
         return True
+
+    def _current_recorded(self, refresh: bool) -> bool:
+        """Whether the run under the cursor recorded events or samples since the last look: what its
+        row in the runs table does not show (a checkpoint's files hashed after the save, a table of
+        samples logged after its step's metrics), which the samples and events tabs follow. Only a
+        run still writing is looked at again (``refresh``)."""
+        run = self._runs.get(self.current) if self.current else None
+        if run is None:
+            return False
+        if refresh:
+            if run.ended is not None:
+                return False
+            run.refresh()
+        rows = sum(n for steps in run.sample_index().values() for n in steps.values())
+        stamp = (run.id, len(run.events()), rows)
+        recorded, self._recorded = stamp != self._recorded, stamp
+        return recorded
 
     @property
     def rows(self) -> list[Row]:

@@ -9,9 +9,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from test_tui import until  # noqa: E402
 from textual.widgets import DataTable, Static
 
+from test_tui import until
 from tunetrack import Tracker
 from tunetrack.tui.app import TABS, TunetrackApp
 from tunetrack.tui.panes.samples import Samples
@@ -77,7 +77,7 @@ def test_the_slider_sorts_pins_a_prompt_and_follows_a_live_run(tmp_path):
                 await until(pilot, lambda s=step: f"step {s} ({s} of 5)" in bar())
                 assert all(r[1].startswith(f"step {step} answer") for r in rows(app))
             await pilot.press("comma")  # no step before the first
-            assert f"step 1 (1 of 5)" in bar()
+            assert "step 1 (1 of 5)" in bar()
             await pilot.press("greater_than_sign")
             await until(pilot, lambda: "step 5 (5 of 5)" in bar())
             await pilot.press("less_than_sign", "full_stop")

@@ -96,13 +96,13 @@ class Samples(Pane):
     def show(self, model: Model) -> None:
         self._model = model
         run = model.run(model.current) if model.current else None
-        if run is None or run.id != self.run_id:  # another run: its first table, at its last step
+        if run is None or run.id != self.run_id:  # another run: at its last step, nothing pinned
             self.run_id = run.id if run is not None else None
-            self.step, self.pinned, self.steps = None, None, []
+            self.step, self.pinned = None, None
         index = run.sample_index() if run is not None else {}
-        if self.key not in index:
+        if self.key not in index:  # a table of the same name if the run has one, else its first
             self.key = next(iter(index), None)
-            self.step, self.pinned, self.steps = None, None, []
+            self.step, self.pinned = None, None
         # step None follows the newest step; a step of its own stays while new ones are logged
         self.steps = steps_of(index, self.key) if self.key is not None else []
         if self.step is not None and self.step not in self.steps:
@@ -303,5 +303,5 @@ class Samples(Pane):
         keys = list(run.sample_index()) if run is not None else []
         if len(keys) > 1 and self.key in keys:
             self.key = keys[(keys.index(self.key) + 1) % len(keys)]
-            self.step, self.pinned, self.steps = None, None, []
+            self.step, self.pinned = None, None
             self._again()

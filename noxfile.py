@@ -65,6 +65,8 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "wandb",  # the wandb backend, offline run files read with W&B's protobuf schema
             "duckdb>=1.2",  # tunetrack query and the mcp tools, on the runs the callback records
             "mcp>=1.2",
+            "textual>=1.0",  # tunetrack tui's samples tab on the GRPO run's real table
+            "textual-plotext>=1.0",
         ],
     ),
     # the oldest Accelerate we support (no tracker registry: instances only)

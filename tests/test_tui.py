@@ -242,6 +242,7 @@ def test_the_chart_s_keys_crosshair_zoom_and_log_scale(tmp_path):
             assert f"step {at}" in readout and "b 0." in readout and "c 0." in readout
             # a click on the plot puts the crosshair at the step under it
             plot = app.query_one("#plot")
+            await until(pilot, lambda: plot.canvas is not None)
             first, last = plot.canvas
             await pilot.click("#plot", offset=(first, 5))
             await until(pilot, lambda: chart.cross == 1.0)

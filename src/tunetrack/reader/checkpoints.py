@@ -16,6 +16,10 @@ from ..metric_keys import minimized, spellings
 from ..store.evaluations import EVENT as EVALUATION_EVENT
 from ..values import is_number, missing_last
 
+#: the events that record a checkpoint (its save, its files, its removal), which ``checkpoints`` reads
+#: into one ``Checkpoint``: a reader listing both shows them there, not among the other events
+RECORDS = ("checkpoint", "checkpoint_files", "checkpoint_deleted")
+
 
 @dataclass
 class Evaluation:

@@ -48,6 +48,8 @@ COMPLETION_COLUMNS = ("completion", "response", "output", "generation", "answer"
 EXACT_DIFF_WORDS = 5_000
 #: fields of a sample besides its row, which ``sort`` also accepts
 META = ("key", "step", "time", "index")
+#: the kind of event a table of samples was stored as before tables had a record of their own
+TEXT_EVENT = "text"
 
 
 @dataclass(eq=False)
@@ -95,7 +97,7 @@ class SampleTable:
 
 def from_event(kind: str, step: int, time: float, data: dict[str, Any]) -> SampleTable | None:
     """The table of a ``text`` event, or None for any other event."""
-    if kind != "text":
+    if kind != TEXT_EVENT:
         return None
     rows = data.get("rows") or []
     return SampleTable(str(data.get("key") or "text"), step, time, len(rows), event_rows=list(rows))

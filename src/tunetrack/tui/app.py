@@ -26,14 +26,22 @@ from .palette import PALETTES
 from .panes import Pane
 from .panes.chart import Chart
 from .panes.console import Console
+from .panes.events import Events
 from .panes.runs import RunsTable
+from .panes.samples import Samples
 from .panes.system import System
 
 #: below this many columns the runs pane goes above the tabs
 NARROW = 110
 
 #: the tabs, in the order of their keys (1, 2, ...)
-TABS = (("chart", "Chart", Chart), ("console", "Console", Console), ("system", "System", System))
+TABS = (
+    ("chart", "Chart", Chart),
+    ("console", "Console", Console),
+    ("system", "System", System),
+    ("samples", "Samples", Samples),
+    ("events", "Events", Events),
+)
 
 KEYS = """\
 | key | does |
@@ -49,6 +57,10 @@ KEYS = """\
 | `+` `-` `0` | zoom in and out around the crosshair (or the mouse wheel); the whole run |
 | `l` / `k` | the chart's log scale / hide its key list |
 | `g` / `[` `]` | grep the console / show one rank's lines |
+| `,` `.` / `<` `>` | the samples' previous / next step; their first / last step |
+| `o` / `O` | sort the samples by the next column / the other way (or click a column's header) |
+| `p` | the prompt of the sample under the cursor at every step; again: back to one step |
+| `n` | the run's next table of samples |
 | `f` | the pane with the cursor fills the screen (again: back) |
 | `t` | light or dark |
 | `r` | look at the store now |
@@ -100,7 +112,7 @@ class TunetrackApp(App[None]):
     CSS = """
     #main { height: 1fr; }
     #left { width: 2fr; min-width: 48; }
-    #tabs { width: 3fr; }
+    #tabs { width: 3fr; height: 1fr; }
     #main.narrow { layout: vertical; }
     #main.narrow #left { width: 1fr; height: 2fr; }
     #main.narrow #tabs { width: 1fr; height: 3fr; }

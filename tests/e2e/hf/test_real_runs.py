@@ -182,6 +182,53 @@ def test_samples_last_sorted_by_reward(store, runs):
     assert sums == sorted(sums, reverse=True)
 
 
+def test_the_terminal_view_s_samples_tab_on_the_grpo_run(store, runs):
+    """``tunetrack tui``'s samples tab on TRL's real table: its last step's rows with the reward
+    functions' columns, sorted by reward, and one prompt's rows at every step it was logged at
+    (skipped without Textual, the ``tui`` extra, which the hf session installs)."""
+    pytest.importorskip("textual")
+    import asyncio
+
+    from textual.widgets import DataTable
+
+    from tunetrack.tui.app import TABS, TunetrackApp
+    from tunetrack.tui.panes.samples import Samples
+
+    grpo = runs["grpo-digit"]
+    index = grpo.sample_index()["completions"]
+
+    async def until(pilot, condition) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not condition():
+            assert loop.time() < deadline, "condition not met in time"
+            await pilot.pause(0.05)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=store, project="grpo", where="name = 'grpo-digit'", interval=0.5)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: app.model.current == grpo.id)
+            await pilot.press(str([tab for tab, _, _ in TABS].index("samples") + 1))
+            pane = app.query_one(Samples)
+            await until(pilot, lambda: len(pane.shown.samples) == index[max(index)])
+            assert list(pane.shown.columns)[:2] == ["prompt", "completion"]
+            assert {"has_digit", "short", "reward", "advantage"} <= set(pane.shown.columns)
+            table = app.query_one("#samples-table", DataTable)
+            table.focus()
+            while pane.sort != "reward":
+                await pilot.press("o")
+            await pilot.press("O")
+            rewards = [s["row"]["reward"] for s in pane.shown.samples]
+            assert pane.descending and rewards == sorted(rewards, reverse=True)
+            await pilot.press("p")
+            await until(pilot, lambda: pane.pinned is not None)
+            pinned = [s for s in grpo.samples("completions") if s["row"]["prompt"] == pane.pinned]
+            assert sorted(s["step"] for s in pane.shown.samples) == sorted(s["step"] for s in pinned)
+            assert len({s["step"] for s in pinned}) > 1  # the prompts take turns: not at every step
+
+    asyncio.run(drive())
+
+
 def test_where_and_sort_on_trainer_names(store, runs):
     """``config.lora.r`` finds PEFT's ``peft_config.default.r`` and ``eval/loss`` the Trainer's
     ``eval_loss``."""
@@ -787,7 +834,7 @@ ELSEWHERE = {
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack skills": "tests/test_skills.py",
-    "tunetrack tui": "tests/test_tui.py (Textual's pilot, and tmux)",
+    "tunetrack tui": "tests/test_tui.py, tests/test_tui_panes.py (Textual's pilot, and tmux)",
     "tunetrack run": "tests/test_run_command.py; with each framework: tests/e2e/*/ (test_run_command.py, "
     "test_torchtune.py, test_llamafactory.py, test_swift.py)",
     "tunetrack stop": "tests/test_stop.py, tests/test_run_command.py, tests/e2e/hf/test_run_command.py, "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -111,13 +112,15 @@ class TunetrackApp(App[None]):
     TITLE = "tunetrack"
     CSS = """
     #main { height: 1fr; }
-    #left { width: 2fr; min-width: 48; }
-    #tabs { width: 3fr; height: 1fr; }
+    #left { width: auto; max-width: 55%; min-width: 40; }
+    #runs { width: auto; }
+    #tabs { width: 1fr; height: 1fr; }
     #main.narrow { layout: vertical; }
     #main.narrow #left { width: 1fr; height: 2fr; }
     #main.narrow #tabs { width: 1fr; height: 3fr; }
     #runs { height: 1fr; }
     #problem { color: $error; height: auto; }
+    #detail { height: auto; max-height: 3; color: $text-muted; }
     #columns.hidden { display: none; }
     Input { margin: 0 0 1 0; }
     """
@@ -178,6 +181,7 @@ class TunetrackApp(App[None]):
                     compact=True,
                 )
                 yield RunsTable(self.palette, id="runs")
+                yield Static("", id="detail")
                 yield Static("", id="problem")
             with Tabs(id="tabs"):
                 for i, (tab, title, pane) in enumerate(TABS):
@@ -191,9 +195,7 @@ class TunetrackApp(App[None]):
         self.query_one(RunsTable).focus()
 
     def on_resize(self) -> None:
-        narrow = self.size.width < NARROW
-        self.query_one("#main").set_class(narrow, "narrow")
-        self.query_one(Chart).set_class(narrow, "narrow")
+        self.query_one("#main").set_class(self.size.width < NARROW, "narrow")
 
     # -- looking at the store ------------------------------------------------------------------------
     def action_look(self) -> None:
@@ -227,6 +229,7 @@ class TunetrackApp(App[None]):
         table.show(model)
         model.current = table.current()
         self.query_one("#problem", Static).update(model.problem or "")
+        self._detail()
         self.pane().show(model)
 
     def pane(self) -> Pane:
@@ -236,10 +239,21 @@ class TunetrackApp(App[None]):
 
     # -- events --------------------------------------------------------------------------------------
     def on_data_table_row_highlighted(self, event: Any) -> None:
-        current = self.query_one(RunsTable).current()
+        if not isinstance(event.data_table, RunsTable):
+            return  # a tab's own table
+        current = event.data_table.current()
         if current != self.model.current:
             self.model.current = current
+            self._detail()
             self.pane().show(self.model)
+
+    def _detail(self) -> None:
+        """The run under the cursor in words, under the runs: its id and its state as ``ls`` words it
+        (the failure and where, who stopped it and why)."""
+        row = next((r for r in self.model.rows if r.id == self.model.current), None)
+        self.query_one("#detail", Static).update(
+            "" if row is None else Text.assemble((row.name, "bold"), f" {row.id} · {row.state}")
+        )
 
     def on_data_table_header_selected(self, event: Any) -> None:
         column = str(event.column_key.value)

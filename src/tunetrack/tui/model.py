@@ -24,32 +24,24 @@ from ..reader.where import field as parse_field
 from ..states import State
 from ..values import missing_last
 
-#: a state's words are cut to this many characters (the console tab shows the rest)
-STATE_WIDTH = 28
 #: the columns every row has, before those asked for (``columns``)
 BASE_COLUMNS = ("state", "name", "project", "step", "loss")
 
 
 @dataclass
 class Row:
-    """One line of the runs pane: ``cells`` as shown, ``values`` as sorted (one per column)."""
+    """One line of the runs pane: ``cells`` as shown (the state's word alone), ``values`` as sorted (one
+    per column), and ``state``, the state as ``tunetrack ls`` words it (``failed: CUDA error on rank
+    0``, ``stopped: by ana@gpu1, loss diverged``), shown for the run under the cursor."""
 
     id: str
     cells: tuple[str, ...]
     values: tuple[Any, ...]
-
-    @property
-    def state(self) -> str:
-        return self.cells[0]
+    state: str
 
     @property
     def name(self) -> str:
         return self.cells[1]
-
-    @property
-    def shown_state(self) -> str:
-        """The state word the row starts with (``crashed: CUDA ...`` is ``crashed``)."""
-        return self.cells[0].split(":")[0]
 
 
 @dataclass
@@ -148,14 +140,14 @@ class Model:
             loss = next((r["last"][k] for k in LOSS_LIKE if k in r["last"]), None)
             values = (r["state"], r["name"], r["project"] or "", r["last_step"], loss, *extra)
             cells = (
-                short(state_words(r["state"], r.get("failure"), r.get("stop")), STATE_WIDTH),
+                str(r["state"]),
                 r["name"],
                 r["project"] or "—",
                 number(r["last_step"]),
                 number(loss),
                 *(number(v) if isinstance(v, (int, float)) or v is None else short(v, 24) for v in extra),
             )
-            rows.append(Row(r["id"], cells, values))
+            rows.append(Row(r["id"], cells, values, state_words(r["state"], r.get("failure"), r.get("stop"))))
         if self.sort in self.header:
             at = self.header.index(self.sort)
             rows = missing_last(rows, lambda row: row.values[at], self.descending)

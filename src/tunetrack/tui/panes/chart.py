@@ -33,6 +33,8 @@ from . import Pane
 
 #: a zoom step: the span shown is halved (or doubled)
 ZOOM = 2.0
+#: a chart tab narrower than this many columns hides its key list until asked for (``m``, ``k``)
+NARROW = 90
 
 
 @dataclass
@@ -133,7 +135,7 @@ class Chart(Pane):
     """The chart tab."""
 
     DEFAULT_CSS = """
-    Chart #keys { width: 24; }
+    Chart #keys { width: 22; }
     Chart #keys.hidden { display: none; }
     Chart.narrow #keys { display: none; }
     Chart.narrow #keys.shown { display: block; }
@@ -241,7 +243,7 @@ class Chart(Pane):
         if self.window is not None:
             plt.xlim(*self.window)
         if (span := self.span()) is not None:
-            ticks = step_ticks(*span, most=max(width // 12, 2))
+            ticks = step_ticks(*span, most=max(width // 8, 2))
             plt.xticks(ticks, [step_label(t) for t in ticks])
         if self.cross is not None:
             plt.vline(self.cross, "gray")
@@ -364,6 +366,9 @@ class Chart(Pane):
     def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
         if event.get_content_offset(self.query_one(Plot)) is not None:
             self.action_zoom(ZOOM, self._mouse_step(event))
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW, "narrow")
 
     def search_keys(self) -> None:
         """Show the key list if hidden, and type in its search."""

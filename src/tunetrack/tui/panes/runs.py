@@ -44,9 +44,9 @@ class RunsTable(DataTable[Text]):
             for row in model.rows:
                 if self._shown[row.id] == seen[row.id]:
                     continue
-                old = self.cells_of(self._shown[row.id], row.shown_state)
+                old = self.cells_of(self._shown[row.id], row.cells[0])
                 for at, (was, now) in enumerate(
-                    zip(old, self.cells_of(seen[row.id], row.shown_state), strict=True)
+                    zip(old, self.cells_of(seen[row.id], row.cells[0]), strict=True)
                 ):
                     if (was.plain, was.style) != (now.plain, now.style):
                         self.update_cell(row.id, self.ordered_columns[at].key, now)
@@ -54,7 +54,7 @@ class RunsTable(DataTable[Text]):
             cursor = self.cursor_row
             self.clear()
             for row in model.rows:
-                self.add_row(*self.cells_of(seen[row.id], row.shown_state), key=row.id)
+                self.add_row(*self.cells_of(seen[row.id], row.cells[0]), key=row.id)
             if seen:
                 self.move_cursor(row=min(cursor, len(seen) - 1))
         self._shown = seen

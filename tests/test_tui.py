@@ -30,7 +30,7 @@ async def until(pilot, condition, timeout: float = 20.0) -> None:
 
 def cells(app: TunetrackApp) -> list[list[str]]:
     table = app.query_one("#runs")
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+    return [table.cells_at(i) for i in range(table.row_count)]
 
 
 def test_a_live_run_s_step_advances_on_screen_and_a_filter_narrows(tmp_path):
@@ -104,14 +104,15 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 def test_in_a_real_terminal(tmp_path):
-    """``tunetrack tui`` as a user starts it, in tmux: the runs show, a filter typed on the keyboard
-    narrows them, q quits."""
+    """``tunetrack tui`` as a user starts it, in tmux's 80x24 (a terminal's default size): the runs
+    show with every column, the chart and the keys below them, a filter typed on the keyboard narrows
+    them, ? lists the keys, q quits."""
     for name, loss in (("alpha", 1.0), ("beta", 2.0)):
         with Tracker(project="p", name=name, dir=tmp_path, console=False, system=False) as run:
             run.log({"loss": loss}, step=1)
     session = f"tt-{os.getpid()}"
     command = f"PYTHONPATH={SRC} {sys.executable} -m tunetrack tui --dir {tmp_path} --interval 0.3"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "110", "-y", "32", command], check=True)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", command], check=True)
 
     def screen() -> str:
         return subprocess.run(
@@ -126,6 +127,15 @@ def test_in_a_real_terminal(tmp_path):
 
     try:
         shows(lambda text: "alpha" in text and "beta" in text and "finished" in text)
+        shows(
+            lambda text: all(w in text.splitlines()[1] for w in ("state", "name", "project", "step", "loss"))
+        )
+        shows(lambda text: "step" in text.splitlines()[-3] and "? help" in text and "q quit" in text)
+        assert len(screen().splitlines()) <= 24 and max(len(line) for line in screen().splitlines()) <= 80
+        subprocess.run(["tmux", "send-keys", "-t", session, "?"], check=True)
+        shows(lambda text: "pick the run under the cursor" in text)
+        subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)
+        shows(lambda text: "pick the run under the cursor" not in text)
         subprocess.run(["tmux", "send-keys", "-t", session, "/"], check=True)
         # typed only once the filter has the focus (its border takes the accent colour), as a person
         # types after seeing it: keys sent sooner would reach the runs pane, where m is a binding
@@ -139,14 +149,18 @@ def test_in_a_real_terminal(tmp_path):
             raise AssertionError(f"the filter has no focus:\n{shown!r}") from None
         subprocess.run(["tmux", "send-keys", "-t", session, "-l", "name = 'beta'"], check=True)
         subprocess.run(["tmux", "send-keys", "-t", session, "Enter"], check=True)
-        shows(lambda text: "beta" in text and "alpha" not in text.split("\n", 4)[-1])
+        shows(lambda text: "beta" in text and "alpha" not in text)  # the newest, beta, is on the chart
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
-        wait_until(
-            lambda: (
-                subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode != 0
-            ),
-            timeout=30,
-        )
+        try:
+            wait_until(
+                lambda: (
+                    subprocess.run(["tmux", "has-session", "-t", session], capture_output=True).returncode
+                    != 0
+                ),
+                timeout=30,
+            )
+        except AssertionError:
+            raise AssertionError(f"q did not quit:\n{screen()}") from None
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
 
@@ -180,15 +194,12 @@ def test_columns_sort_and_several_picked_runs(tmp_path):
         async with app.run_test(size=(140, 36)) as pilot:
             await until(pilot, lambda: [r[2] for r in cells(app)] == ["c", "b", "d", "a"])
             table = app.query_one("#runs")
-            assert [str(c.label).split()[0] for c in table.columns.values() if str(c.label)][-2:] == [
-                "config.lr",
-                "loss:min",
-            ]
+            assert table.labels[-2:] == ["config.lr", "loss:min ▲"]
             assert [r[6] for r in cells(app)] == ["0.001", "0.0003", "0.003", "0.0001"]
             assert [r[7] for r in cells(app)] == ["0.2", "0.5", "0.7", "0.9"]
             await pilot.press("S")  # the other way
             await until(pilot, lambda: [r[2] for r in cells(app)] == ["a", "d", "b", "c"])
-            await pilot.click("#runs", offset=(8, 0))  # the state column's header: sorted by state, then name
+            await pilot.click("#runs", offset=(5, 0))  # the state column's header: sorted by state
             await until(pilot, lambda: app.model.sort == "state")
             await pilot.press("a")  # every run shown picked, each with its colour
             await until(pilot, lambda: len(app.model.picked) == 4 and all(r[0] == "●" for r in cells(app)))
@@ -379,7 +390,7 @@ def test_light_theme_and_a_narrow_terminal(tmp_path):
             app.query_one("#runs").focus()
             await pilot.press("t")
             await until(pilot, lambda: not app.current_theme.dark)
-            row = app.query_one("#runs").get_row_at(0)
+            row = app.query_one("#runs")._cells(app.model.rows[0].id)
             assert row[1].style == "dark_green"  # finished, darker on a light background
             await pilot.press("f")  # the runs pane fills the screen, then back
             await until(pilot, lambda: app.screen.maximized is not None)

@@ -35,7 +35,7 @@ async def until(pilot, condition, timeout: float = 30.0) -> None:
 
 def cells(app: TunetrackApp) -> list[list[str]]:
     table = app.query_one("#runs")
-    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+    return [table.cells_at(i) for i in range(table.row_count)]
 
 
 LIVE = """

@@ -112,11 +112,12 @@ class TunetrackApp(App[None]):
     TITLE = "tunetrack"
     CSS = """
     #main { height: 1fr; }
-    #left { width: auto; max-width: 55%; min-width: 40; }
+    #left { width: auto; max-width: 55%; min-width: 40; padding-right: 1; }
     #runs { width: auto; }
     #tabs { width: 1fr; height: 1fr; }
     #main.narrow { layout: vertical; }
-    #main.narrow #left { width: 1fr; height: 2fr; }
+    #main.narrow #left { width: 1fr; max-width: 100%; height: 2fr; padding-right: 0; }
+    #main.narrow Input { margin: 0; }
     #main.narrow #tabs { width: 1fr; height: 3fr; }
     #runs { height: 1fr; }
     #problem { color: $error; height: auto; }
@@ -187,7 +188,7 @@ class TunetrackApp(App[None]):
                 for i, (tab, title, pane) in enumerate(TABS):
                     with TabPane(f"{title} {i + 1}", id=f"tab-{tab}"):
                         yield pane(self.palette, id=tab)
-        yield Footer()
+        yield Footer(show_command_palette=False)  # ctrl+p still opens it: the keys need the room
 
     def on_mount(self) -> None:
         self.action_look()
@@ -195,7 +196,9 @@ class TunetrackApp(App[None]):
         self.query_one(RunsTable).focus()
 
     def on_resize(self) -> None:
-        self.query_one("#main").set_class(self.size.width < NARROW, "narrow")
+        narrow = self.size.width < NARROW
+        self.query_one("#main").set_class(narrow, "narrow")
+        self.query_one(Header).display = not narrow  # a line more for the runs
 
     # -- looking at the store ------------------------------------------------------------------------
     def action_look(self) -> None:
@@ -238,12 +241,9 @@ class TunetrackApp(App[None]):
         return self.query_one(f"#{active.removeprefix('tab-')}", Pane)
 
     # -- events --------------------------------------------------------------------------------------
-    def on_data_table_row_highlighted(self, event: Any) -> None:
-        if not isinstance(event.data_table, RunsTable):
-            return  # a tab's own table
-        current = event.data_table.current()
-        if current != self.model.current:
-            self.model.current = current
+    def on_runs_table_highlighted(self, event: RunsTable.Highlighted) -> None:
+        if event.run_id != self.model.current:
+            self.model.current = event.run_id
             self._detail()
             self.pane().show(self.model)
 
@@ -255,11 +255,9 @@ class TunetrackApp(App[None]):
             "" if row is None else Text.assemble((row.name, "bold"), f" {row.id} · {row.state}")
         )
 
-    def on_data_table_header_selected(self, event: Any) -> None:
-        column = str(event.column_key.value)
-        if column in self.model.header:
-            self.model.sort_by(column)
-            self.action_look()
+    def on_runs_table_sort(self, event: RunsTable.Sort) -> None:
+        self.model.sort_by(event.column)
+        self.action_look()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.pane().show(self.model)

@@ -11,7 +11,7 @@ terminal), the runs go above the tabs. ``?`` lists the keys.
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work

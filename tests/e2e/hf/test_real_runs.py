@@ -184,9 +184,7 @@ def test_samples_last_sorted_by_reward(store, runs):
 
 def test_the_terminal_view_s_samples_tab_on_the_grpo_run(store, runs):
     """``tunetrack tui``'s samples tab on TRL's real table: its last step's rows with the reward
-    functions' columns, sorted by reward, and one prompt's rows at every step it was logged at
-    (skipped without Textual, the ``tui`` extra, which the hf session installs)."""
-    pytest.importorskip("textual")
+    functions' columns, sorted by reward, and one prompt's rows at every step it was logged at."""
     import asyncio
 
     from textual.widgets import DataTable
@@ -225,6 +223,53 @@ def test_the_terminal_view_s_samples_tab_on_the_grpo_run(store, runs):
             pinned = [s for s in grpo.samples("completions") if s["row"]["prompt"] == pane.pinned]
             assert sorted(s["step"] for s in pane.shown.samples) == sorted(s["step"] for s in pinned)
             assert len({s["step"] for s in pinned}) > 1  # the prompts take turns: not at every step
+
+    asyncio.run(drive())
+
+
+def test_the_terminal_view_on_the_real_runs(store, runs):
+    """``tunetrack tui`` on what the Trainer callback recorded: the sweep filtered by its LoRA rank
+    and sorted by its evaluation loss, two of its runs charted with the Trainer's own key, and the
+    run that failed worded in full with its console's last lines (PyTorch's CUDA error)."""
+    import asyncio
+
+    from tunetrack.tui.app import TunetrackApp
+
+    async def until(pilot, condition) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not condition():
+            assert loop.time() < deadline, "condition not met in time"
+            await pilot.pause(0.05)
+
+    def names(app) -> list[str]:
+        table = app.query_one("#runs")
+        return [table.cells_at(i)[2] for i in range(table.row_count)]
+
+    r16 = sorted((r for r in sweep(runs) if r.config["peft_config"]["default"]["r"] == 16), key=eval_min)
+
+    async def drive() -> None:
+        app = TunetrackApp(
+            dir=store, where="config.lora.r = 16", columns=["eval/loss:min"], sort="eval/loss:min"
+        )
+        async with app.run_test(size=(160, 40)) as pilot:
+            await until(pilot, lambda: names(app) == [r.name for r in r16])
+            column = [app.query_one("#runs").cells_at(i)[-1] for i in range(len(r16))]
+            assert column == [f"{eval_min(r):.4g}" for r in r16]
+            await pilot.press("x", "space", "down", "space")
+            chart = app.query_one("#chart")
+            await until(pilot, lambda: {line.label for line in chart._lines} == {r16[0].name, r16[1].name})
+            assert chart.key == "loss" and all(
+                len(line.steps) == len(runs[line.label].series("loss")) for line in chart._lines
+            )
+            # the failed run: its state in full under the runs, its console's last lines
+            await pilot.press("slash", "ctrl+a", "ctrl+k", *"name = 'crash-cuda'", "enter")
+            await until(pilot, lambda: names(app) == ["crash-cuda"])
+            detail = str(app.query_one("#detail").render())
+            assert "failed: CUDA error on rank 0" in detail
+            await pilot.press("2")
+            log = app.query_one("#console-log")
+            await until(pilot, lambda: any("CUDA error" in str(line.text) for line in log.lines))
 
     asyncio.run(drive())
 

@@ -194,7 +194,7 @@ def test_columns_sort_and_several_picked_runs(tmp_path):
         async with app.run_test(size=(140, 36)) as pilot:
             await until(pilot, lambda: [r[2] for r in cells(app)] == ["c", "b", "d", "a"])
             table = app.query_one("#runs")
-            assert table.labels[-2:] == ["config.lr", "loss:min ▲"]
+            assert table.labels[-2:] == ["lr", "loss:min ▲"]
             assert [r[6] for r in cells(app)] == ["0.001", "0.0003", "0.003", "0.0001"]
             assert [r[7] for r in cells(app)] == ["0.2", "0.5", "0.7", "0.9"]
             await pilot.press("S")  # the other way

@@ -19,7 +19,7 @@ from ..metric_keys import LOSS_LIKE
 from ..reader import Catalog, Run
 from ..reader.as_text import number, short, state_words
 from ..reader.sweeps import Configs, select
-from ..reader.where import MISSING, WhereError
+from ..reader.where import MISSING, Field, WhereError
 from ..reader.where import field as parse_field
 from ..states import State
 from ..values import missing_last
@@ -67,6 +67,7 @@ class Model:
     _runs: dict[str, Run] = field(default_factory=dict)
     _rows: list[Row] = field(default_factory=list)
     _seen: tuple[Any, ...] | None = None
+    _fields: dict[str, Field] = field(default_factory=dict)  # the columns asked for that are fields
     _grown: Any = None
     _catalog: Catalog = field(init=False)
     _configs: Configs = field(default_factory=Configs)
@@ -76,7 +77,10 @@ class Model:
 
     @property
     def header(self) -> tuple[str, ...]:
-        return (*BASE_COLUMNS, *self.columns)
+        """The columns shown: the base ones (the project's only when runs of several are shown), then
+        those asked for that could be read (a column that is no field is named in ``problem``)."""
+        base = tuple(c for c in BASE_COLUMNS if c != "project" or self.project is None)
+        return (*base, *(c for c in self.columns if c in self._fields))
 
     def poll(self) -> bool:
         """Look at the store; whether anything the view shows changed (``rows``, the picked runs, the
@@ -109,13 +113,13 @@ class Model:
         return self._rows
 
     def _select(self) -> list[Row]:
-        fields = []
-        self.problem = None
+        self._fields, self.problem = {}, None
         for spec in self.columns:
             try:
-                fields.append(parse_field(spec))
+                self._fields[spec] = parse_field(spec)
             except WhereError as exc:
                 self.problem = f"column {spec!r}: {exc}"
+        fields = list(self._fields.values())
         specs = [str(f) for f in fields if f.kind == "metric"]
         try:
             chosen = select(
@@ -138,16 +142,22 @@ class Model:
             extra = [lookup(f) for f in fields]
             extra = [None if v is MISSING else v for v in extra]
             loss = next((r["last"][k] for k in LOSS_LIKE if k in r["last"]), None)
-            values = (r["state"], r["name"], r["project"] or "", r["last_step"], loss, *extra)
-            cells = (
-                str(r["state"]),
-                r["name"],
-                r["project"] or "—",
-                number(r["last_step"]),
-                number(loss),
-                *(number(v) if isinstance(v, (int, float)) or v is None else short(v, 24) for v in extra),
-            )
-            rows.append(Row(r["id"], cells, values, state_words(r["state"], r.get("failure"), r.get("stop"))))
+            base = {
+                "state": (r["state"], str(r["state"])),
+                "name": (r["name"], r["name"]),
+                "project": (r["project"] or "", r["project"] or "—"),
+                "step": (r["last_step"], number(r["last_step"])),
+                "loss": (loss, number(loss)),
+            }
+            shown = [
+                *(base[c] for c in self.header[: len(self.header) - len(extra)]),
+                *(
+                    (v, number(v) if isinstance(v, (int, float)) or v is None else short(v, 24))
+                    for v in extra
+                ),
+            ]
+            words = state_words(r["state"], r.get("failure"), r.get("stop"))
+            rows.append(Row(r["id"], tuple(c for _, c in shown), tuple(v for v, _ in shown), words))
         if self.sort in self.header:
             at = self.header.index(self.sort)
             rows = missing_last(rows, lambda row: row.values[at], self.descending)
@@ -158,7 +168,7 @@ class Model:
         else by a column added for it."""
         head, sep, tail = text.rpartition(":")
         name, self.descending = (head, tail == "desc") if sep and tail in ("asc", "desc") else (text, False)
-        if name not in self.header:
+        if name not in (*BASE_COLUMNS, *self.columns):
             self.columns.append(name)
         self.sort = name
 

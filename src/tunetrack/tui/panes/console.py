@@ -29,9 +29,9 @@ class Console(Pane):
     """The console tab."""
 
     DEFAULT_CSS = """
-    Console #console-bar { height: 3; }
+    Console #console-bar { height: 1; }
     Console #grep { width: 1fr; }
-    Console #rank { width: auto; padding: 1 1; }
+    Console #rank { width: auto; padding: 0 1; }
     Console RichLog { height: 1fr; }
     """
     KEYS: ClassVar[list[Binding]] = [
@@ -50,7 +50,7 @@ class Console(Pane):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="console-bar"):
-            yield Input(placeholder="grep: a regular expression (g)", id="grep")
+            yield Input(placeholder="grep: a regular expression (g)", id="grep", compact=True)
             yield Static("all ranks", id="rank")
         yield RichLog(id="console-log", max_lines=5000, wrap=False, markup=False)
 

@@ -87,15 +87,15 @@ class RunsTable(ScrollView, can_focus=True):
             row.id: (row.cells, model.picked.index(row.id) if row.id in model.picked else -1, dark)
             for row in model.rows
         }
-        widths = [
-            min(max([cell_len(name), *(cell_len(s[0][i - 1]) for s in seen.values())]), WIDEST) if i else 1
-            for i, name in enumerate(header)
-        ]
-        labels = [
-            name + (" ▼" if model.descending else " ▲") * (name == model.sort and bool(name))
+        labels = [  # a config column by its key alone (learning_rate, lora.r): headers set the widths
+            name.removeprefix("config.")
+            + (" ▼" if model.descending else " ▲") * (name == model.sort and bool(name))
             for name in header
         ]
-        widths = [max(w, cell_len(label)) for w, label in zip(widths, labels, strict=True)]
+        widths = [
+            min(max([cell_len(label), *(cell_len(s[0][i - 1]) for s in seen.values())]), WIDEST) if i else 1
+            for i, label in enumerate(labels)
+        ]
         current = self.current()
         same = (header, widths, labels) == (self._header, self._widths, self._labels)
         changed = [i for i, rid in enumerate(seen) if self._seen.get(rid) != seen[rid]]

@@ -13,24 +13,11 @@ import sys
 import pytest
 
 from support.helpers import SRC, wait_until  # noqa: E402
+from support.tui import cells, until  # noqa: E402
 from tunetrack import Tracker  # noqa: E402
 from tunetrack.tui.app import TunetrackApp  # noqa: E402
 from tunetrack.tui.model import Model  # noqa: E402
 from tunetrack.tui.panes.chart import keys_of, lines, thinned  # noqa: E402
-
-
-async def until(pilot, condition, timeout: float = 20.0) -> None:
-    """Let the app run until ``condition()`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
-def cells(app: TunetrackApp) -> list[list[str]]:
-    table = app.query_one("#runs")
-    return [table.cells_at(i) for i in range(table.row_count)]
 
 
 def test_a_live_run_s_step_advances_on_screen_and_a_filter_narrows(tmp_path):
@@ -396,5 +383,52 @@ def test_light_theme_and_a_narrow_terminal(tmp_path):
             await until(pilot, lambda: app.screen.maximized is not None)
             await pilot.press("f")
             await until(pilot, lambda: app.screen.maximized is None)
+
+    asyncio.run(drive())
+
+
+def test_the_docs_command_lines(tmp_path, monkeypatch):
+    """Every ``tunetrack tui`` line of docs/tui.md, as the CLI parses it, starts the view it says."""
+    import shlex
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from tunetrack.cli import cli
+
+    started: list[TunetrackApp] = []
+    monkeypatch.setattr(TunetrackApp, "run", lambda self: started.append(self))
+    page = (Path(SRC).parent / "docs" / "tui.md").read_text()
+    lines = [line.split("  #")[0].strip() for line in page.splitlines() if line.startswith("tunetrack tui")]
+    assert len(lines) == 5
+    for line in lines:  # the bucket's line on a folder (the objectstore session has the bucket's test)
+        args = shlex.split(line.replace("s3://team-bucket/runs", str(tmp_path / "bucket")))[2:]
+        done = CliRunner().invoke(cli, ["tui", *args], env={"TUNETRACK_DIR": str(tmp_path)})
+        assert done.exit_code == 0, (line, done.output)
+    plain, bucket, sweep_view, picked, colours = started
+    assert bucket.model.project == "sft" and bucket.model.where == "state = 'running'"
+    assert sweep_view.model.columns == ["config.learning_rate", "eval/loss:min"]
+    assert (sweep_view.model.sort, sweep_view.model.descending) == ("eval/loss:min", False)
+    assert picked._wanted == ["5r0", "lora-r16"]
+    assert colours.palette == "colorblind" and colours.theme == "textual-light"
+    wrong = CliRunner().invoke(cli, ["tui", "--theme", "nope"], env={"TUNETRACK_DIR": str(tmp_path)})
+    assert (
+        wrong.exit_code == 2 and "no theme 'nope'; one of" in wrong.output and "textual-light" in wrong.output
+    )
+
+
+def test_the_cursor_stays_on_its_run_when_a_run_comes_in_above(tmp_path):
+    with Tracker(name="first", dir=tmp_path, console=False, system=False) as run:
+        run.log({"loss": 1.0}, step=1)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path, interval=0.2)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: app.model.current == run.id)
+            with Tracker(name="second", dir=tmp_path, console=False, system=False) as newer:
+                newer.log({"loss": 2.0}, step=1)
+            await until(pilot, lambda: [r[2] for r in cells(app)] == ["second", "first"])
+            assert app.model.current == run.id and app.query_one("#runs").cursor_row == 1
+            assert "first" in str(app.query_one("#detail").render())
 
     asyncio.run(drive())

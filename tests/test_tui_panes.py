@@ -11,18 +11,14 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Static
 
-from test_tui import until
+from support.tui import tab_key, until
 from tunetrack import Tracker
-from tunetrack.tui.app import TABS, TunetrackApp
+from tunetrack.tui.app import TunetrackApp
 from tunetrack.tui.panes.samples import Samples
 
 PROMPTS = ("what is 2+2?", "name a colour", "count to three", "say hello")
 #: a completion longer than any column: the detail below the table shows it whole
 LONG = "and so on " * 40
-
-
-def tab_key(name: str) -> str:
-    return str([tab for tab, _, _ in TABS].index(name) + 1)
 
 
 def completions(step: int) -> list[dict]:

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from support.helpers import SRC, spawn_script
-from test_tui import cells, until
+from support.tui import cells, until
 from tunetrack import Tracker
 from tunetrack.reader import Run, list_runs
 from tunetrack.tui.app import TunetrackApp

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.helpers import SRC
+from support.tui import cells, until
 from tunetrack import Tracker
 from tunetrack.tui.app import TunetrackApp
 
@@ -23,19 +24,6 @@ from tunetrack.tui.app import TunetrackApp
 def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
-
-
-async def until(pilot, condition, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
-
-
-def cells(app: TunetrackApp) -> list[list[str]]:
-    table = app.query_one("#runs")
-    return [table.cells_at(i) for i in range(table.row_count)]
 
 
 LIVE = """
@@ -72,7 +60,8 @@ def test_the_terminal_view_follows_a_live_run_in_a_bucket(s3_proxy, tmp_path) ->
             await until(pilot, lambda: len(cells(app)) == 7 and live_step(app) > 0)
             seen = live_step(app)
             await until(pilot, lambda: live_step(app) >= seen + 3)  # it advances on screen
-            await pilot.press("2")  # the live run is the newest: under the cursor
+            # the cursor stayed on the run it was on when the live run came in above it: up to the live run
+            await pilot.press("home", "2")
             log = app.query_one("#console-log")
             await until(pilot, lambda: any("hello from the live run" in str(line.text) for line in log.lines))
 
@@ -112,3 +101,27 @@ def test_an_idle_look_at_a_bucket_costs_a_few_requests(s3_proxy) -> None:
 
     found = asyncio.run(drive())
     assert found["per_look"] <= 4, found  # a listing (and a stat), never one request per run
+
+
+def test_a_bucket_out_of_reach_is_said_and_the_view_goes_on(s3_proxy) -> None:
+    url, proxy = s3_proxy
+    with Tracker(dir=url, project="p", name="before", system=False, console=False) as run:
+        run.log({"loss": 1.0}, step=1)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=url, interval=3600)  # looks only when asked
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: [r[2] for r in cells(app)] == ["before"])
+            problem = app.query_one("#problem")
+            proxy.close("refuse")
+            app.action_look()
+            await until(pilot, lambda: "could not read the store" in str(problem.render()), timeout=120)
+            assert [r[2] for r in cells(app)] == ["before"]  # what was shown stays
+            proxy.reopen()
+            with Tracker(dir=url, project="p", name="after", system=False, console=False) as again:
+                again.log({"loss": 0.5}, step=1)
+            app.action_look()
+            await until(pilot, lambda: [r[2] for r in cells(app)] == ["after", "before"], timeout=60)
+            assert "could not read" not in str(problem.render())
+
+    asyncio.run(drive())

@@ -163,6 +163,7 @@ class TunetrackApp(App[None]):
         self._wanted = list(runs or [])
         self._started = False  # whether the runs pane was drawn with runs in it
         self._looking: Worker[None] | None = None  # the look under way
+        self._unread = False  # whether the last look could not read the store
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -206,16 +207,26 @@ class TunetrackApp(App[None]):
         if self._looking is None or self._looking.is_finished:
             self._looking = self._look()
 
-    @work(thread=True, group="look")
+    @work(thread=True, group="look", exit_on_error=False)
     def _look(self) -> None:
-        """One look at the store, off the screen's thread; the panes are drawn with what it found."""
-        changed = self.model.poll()
+        """One look at the store, off the screen's thread; the panes are drawn with what it found. A
+        store that cannot be read (a bucket out of reach) is said under the runs, and looked at again
+        at the next look; what was shown stays."""
+        try:
+            changed = self.model.poll()
+        except Exception as exc:  # noqa: BLE001 - any failure to read is the same news to a user
+            self.call_from_thread(self._unreadable, exc)
+            return
         self.call_from_thread(self.draw, changed)
+
+    def _unreadable(self, exc: Exception) -> None:
+        self._unread = True
+        self.query_one("#problem", Static).update(f"could not read the store: {type(exc).__name__}: {exc}")
 
     def draw(self, changed: bool = True) -> None:
         """Draw what the last look found (``changed``: that it found anything new)."""
         model = self.model
-        for ref in self._wanted:  # runs named on the command line: picked once they are found
+        for ref in list(self._wanted):  # runs named on the command line: picked once they are found
             found = next((r for r in model.rows if ref in (r.id, r.name) or r.id.startswith(ref)), None)
             if found is not None:
                 model.pick(found.id)
@@ -226,8 +237,9 @@ class TunetrackApp(App[None]):
             if not model.picked:
                 model.pick(model.rows[0].id)  # the newest run: the chart starts with something on it
                 changed = True
-        if not changed:
+        if not changed and not self._unread:
             return
+        self._unread = False  # a look that read the store: the problem line says the model's again
         table = self.query_one(RunsTable)
         table.show(model)
         model.current = table.current()

@@ -189,24 +189,18 @@ def test_the_terminal_view_s_samples_tab_on_the_grpo_run(store, runs):
 
     from textual.widgets import DataTable
 
-    from tunetrack.tui.app import TABS, TunetrackApp
+    from support.tui import tab_key, until
+    from tunetrack.tui.app import TunetrackApp
     from tunetrack.tui.panes.samples import Samples
 
     grpo = runs["grpo-digit"]
     index = grpo.sample_index()["completions"]
 
-    async def until(pilot, condition) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while not condition():
-            assert loop.time() < deadline, "condition not met in time"
-            await pilot.pause(0.05)
-
     async def drive() -> None:
         app = TunetrackApp(dir=store, project="grpo", where="name = 'grpo-digit'", interval=0.5)
         async with app.run_test(size=(120, 36)) as pilot:
             await until(pilot, lambda: app.model.current == grpo.id)
-            await pilot.press(str([tab for tab, _, _ in TABS].index("samples") + 1))
+            await pilot.press(tab_key("samples"))
             pane = app.query_one(Samples)
             await until(pilot, lambda: len(pane.shown.samples) == index[max(index)])
             assert list(pane.shown.columns)[:2] == ["prompt", "completion"]
@@ -233,18 +227,11 @@ def test_the_terminal_view_on_the_real_runs(store, runs):
     run that failed worded in full with its console's last lines (PyTorch's CUDA error)."""
     import asyncio
 
+    from support.tui import cells, until
     from tunetrack.tui.app import TunetrackApp
 
-    async def until(pilot, condition) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while not condition():
-            assert loop.time() < deadline, "condition not met in time"
-            await pilot.pause(0.05)
-
     def names(app) -> list[str]:
-        table = app.query_one("#runs")
-        return [table.cells_at(i)[2] for i in range(table.row_count)]
+        return [row[2] for row in cells(app)]
 
     r16 = sorted((r for r in sweep(runs) if r.config["peft_config"]["default"]["r"] == 16), key=eval_min)
 
@@ -254,7 +241,7 @@ def test_the_terminal_view_on_the_real_runs(store, runs):
         )
         async with app.run_test(size=(160, 40)) as pilot:
             await until(pilot, lambda: names(app) == [r.name for r in r16])
-            column = [app.query_one("#runs").cells_at(i)[-1] for i in range(len(r16))]
+            column = [row[-1] for row in cells(app)]
             assert column == [f"{eval_min(r):.4g}" for r in r16]
             await pilot.press("x", "space", "down", "space")
             chart = app.query_one("#chart")
@@ -879,7 +866,9 @@ ELSEWHERE = {
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack skills": "tests/test_skills.py",
-    "tunetrack tui": "tests/test_tui.py, tests/test_tui_panes.py (Textual's pilot, and tmux)",
+    "tunetrack tui": "tests/test_tui.py (each docs line as the CLI parses it; Textual's pilot; tmux), "
+    "tests/test_tui_panes.py, tests/test_tui_system.py, tests/objectstore/test_tui.py, and "
+    "test_the_terminal_view_on_the_real_runs (this module)",
     "tunetrack run": "tests/test_run_command.py; with each framework: tests/e2e/*/ (test_run_command.py, "
     "test_torchtune.py, test_llamafactory.py, test_swift.py)",
     "tunetrack stop": "tests/test_stop.py, tests/test_run_command.py, tests/e2e/hf/test_run_command.py, "

@@ -33,8 +33,10 @@ GAP = 2
 WIDEST = 32
 
 
-class RunsTable(ScrollView, can_focus=True):
+class RunsTable(ScrollView):
     """The runs pane's table; its first column marks the picked runs in their chart colour."""
+
+    can_focus = True
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"runs--header", "runs--cursor", "runs--odd"}
     DEFAULT_CSS = """

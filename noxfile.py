@@ -65,7 +65,7 @@ FRAMEWORKS: dict[str, tuple[str, list[str]]] = {
             "wandb",  # the wandb backend, offline run files read with W&B's protobuf schema
             "duckdb>=1.2",  # tunetrack query and the mcp tools, on the runs the callback records
             "mcp>=1.2",
-            "textual>=1.0",  # tunetrack tui's samples tab on the GRPO run's real table
+            "textual>=1.0",  # tunetrack tui on the real runs (test_real_runs.py)
             "textual-plotext>=1.0",
         ],
     ),

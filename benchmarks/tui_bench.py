@@ -17,7 +17,10 @@ Run it in a venv with the ``tui`` extra (the tests session's: ``.nox/tests/bin/p
   ``_compositor_refresh``, as no public hook times them);
 - **CPU**: the share of one core the app uses over 10 s, polling every 2 s, while nothing changes
   (target ≤ 2%), and while it follows a live run (another process logging 10 steps a second, the run
-  picked and its console tab in view).
+  picked and its console tab in view);
+- **bytes to the terminal**: what ``tunetrack tui`` itself, started in a pseudo-terminal of 120×36,
+  writes to it per second over 10 s, while nothing changes and while it follows the live run: what an
+  SSH link carries.
 
 Medians of ``--reps``; nothing is asserted.
 """
@@ -156,6 +159,66 @@ async def measure(root: Path, big: str, runs: int) -> dict[str, float]:
     return out
 
 
+def terminal_bytes(root: Path, follow: bool, seconds: float = 10.0) -> float:
+    """Bytes a second ``tunetrack tui`` writes to a pseudo-terminal of 120×36 over ``seconds``, after
+    its first screen; ``follow``: a live run logs and prints beside it, under the cursor with its
+    console tab in view."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src"), "TERM": "xterm-256color"}
+    following = None
+    if follow:
+        stop = root.parent / "stop-following"
+        stop.unlink(missing_ok=True)
+        following = subprocess.Popen(
+            [sys.executable, "-c", LIVE, str(root)],
+            env={**env, "TUNETRACK_CONSOLE": "1"},
+            stdout=subprocess.DEVNULL,
+        )
+        time.sleep(2.0)  # the newest run when the view starts: picked, under the cursor
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
+    view = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "tui", "--dir", str(root)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+
+    def drain(duration: float) -> int:
+        count, end = 0, time.monotonic() + duration
+        while (left := end - time.monotonic()) > 0:
+            if select.select([master], [], [], left)[0]:
+                try:
+                    count += len(os.read(master, 65536))
+                except OSError:
+                    break
+        return count
+
+    try:
+        drain(6.0)  # the first screen, and a look or two
+        if follow:
+            os.write(master, b"2")
+            drain(2.0)
+        return drain(seconds) / seconds
+    finally:
+        os.write(master, b"q")
+        drain(1.0)
+        view.kill()
+        view.wait()
+        os.close(master)
+        if following is not None:
+            following.kill()
+            following.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -172,6 +235,9 @@ def main() -> None:
             f"store: {args.runs} runs + one of {args.points:,} points, made in {time.perf_counter() - seeded:.0f} s"
         )
         results = [asyncio.run(measure(root, big, args.runs)) for _ in range(args.reps)]
+        for result in results:
+            result["terminal_bytes_idle_per_s"] = terminal_bytes(root, follow=False)
+            result["terminal_bytes_following_per_s"] = terminal_bytes(root, follow=True)
     print(f"load average {os.getloadavg()[0]:.2f}")
     targets = {"first_screen_s": 1.0, "redraw_new_step_s": 0.05, "idle_cpu_percent": 2.0}
     for key in results[0]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -62,8 +63,8 @@ def test_a_picked_run_s_metric_is_charted_with_its_extremes(tmp_path):
     assert keys_of(model.picked_runs()) == ["loss", "eval/acc"]
 
 
-def test_a_crashed_run_s_console_shows_its_last_line(tmp_path):
-    code = """
+#: a run that prints its last words and is killed (SIGKILL: no end record, no traceback)
+CRASH = """
 import os, signal, sys
 from tunetrack import Tracker
 run = Tracker(name="crashy", dir=sys.argv[1], system=False, console=True).start()
@@ -73,6 +74,25 @@ run.flush()
 import time; time.sleep(0.5)
 os.kill(os.getpid(), signal.SIGKILL)
 """
+
+#: a run that logs a step (and prints it) five times a second until ``sys.argv[2]`` exists
+LIVE = """
+import sys, time
+from pathlib import Path
+from tunetrack import Tracker
+run = Tracker(name="live", dir=sys.argv[1], system=False, console=True).start()
+step = 0
+while not Path(sys.argv[2]).exists() and step < 3000:
+    step += 1
+    run.log({"loss": 1.0 / step}, step=step)
+    print(f"step {step}", flush=True)
+    time.sleep(0.2)
+run.finish()
+"""
+
+
+def test_a_crashed_run_s_console_shows_its_last_line(tmp_path):
+    code = CRASH
     env = {**os.environ, "PYTHONPATH": SRC}
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True
@@ -150,6 +170,49 @@ def test_in_a_real_terminal(tmp_path):
             raise AssertionError(f"q did not quit:\n{screen()}") from None
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_a_live_run_and_a_crashed_one_in_a_real_terminal(tmp_path):
+    """In tmux: a live run's step advances on screen; the crashed run's console shows its last words."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    crashed = subprocess.run([sys.executable, "-c", CRASH, str(tmp_path)], env=env, capture_output=True)
+    assert crashed.returncode == -signal.SIGKILL
+    stop = tmp_path / "stop"
+    live = subprocess.Popen(
+        [sys.executable, "-c", LIVE, str(tmp_path), str(stop)], env=env, stdout=subprocess.DEVNULL
+    )
+    session = f"tt-live-{os.getpid()}"
+    command = f"PYTHONPATH={SRC} {sys.executable} -m tunetrack tui --dir {tmp_path} --interval 0.3"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "30", command], check=True)
+
+    def screen() -> str:
+        return subprocess.run(
+            ["tmux", "capture-pane", "-t", session, "-p"], capture_output=True, text=True
+        ).stdout
+
+    def live_step() -> int:
+        found = re.search(r"running\s+live\s+\S+\s+(\d+)", screen())
+        return int(found[1]) if found else 0
+
+    def shows(condition, what: str) -> None:
+        try:
+            wait_until(condition, timeout=40)
+        except AssertionError:
+            raise AssertionError(f"the screen does not show {what}:\n{screen()}") from None
+
+    try:
+        shows(lambda: live_step() > 0 and "crashed" in screen(), "the live run and the crashed one")
+        seen = live_step()
+        shows(lambda: live_step() >= seen + 5, "the live run's step advancing")
+        subprocess.run(["tmux", "send-keys", "-t", session, "Down"], check=True)  # live is the newest
+        shows(lambda: re.search(r"crashy \w+ · crashed", screen()), "the crashed run under the cursor")
+        subprocess.run(["tmux", "send-keys", "-t", session, "2"], check=True)
+        shows(lambda: "the last words" in screen(), "the crashed run's last words in its console")
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        stop.touch()
+        live.wait(timeout=60)
 
 
 def _focused_filter(screen: str) -> bool:

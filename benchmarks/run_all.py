@@ -10,6 +10,9 @@ Workloads (docs/benchmarks.md has the details and the fairness notes):
            loop (writer threads included), seconds for finish() to make it durable, peak RSS above
            the baseline, and the points read back from disk afterwards
   log500   500 metrics per call (20,000 calls for the fast libraries, 2,000 for the peers)
+  log10k   10,000 metrics per call, a mixture-of-experts run's load per layer per expert
+           (``moe/layer<l>/expert<e>/load``, 40 x 250): 500 calls for the fast libraries, 50 for the
+           peers; µs per call and per key, and the bytes stored per point
   read     one metric's 100,000-point series read back through each library's own read API
 
 Every (library, repetition) runs in a fresh subprocess in a fresh temporary folder, offline;
@@ -44,7 +47,7 @@ REFERENCES = ("null", "floor")
 PEERS = ("trackio", "wandb", "swanlab", "tensorboard", "mlflow")
 LIBS = (*REFERENCES, "tunetrack", *PEERS)
 FAST = ("null", "floor", "tunetrack")
-WORKLOADS = ("log10", "log500", "read")
+WORKLOADS = ("log10", "log500", "log10k", "read")
 KEYS10 = (
     "loss",
     "grad_norm",
@@ -59,7 +62,9 @@ KEYS10 = (
 )
 KEYS500 = tuple(f"layers.{i // 4}.{('attn', 'mlp', 'norm', 'embed')[i % 4]}/grad_norm" for i in range(500))
 READ_KEY = "loss"
+KEYS10K = tuple(f"moe/layer{layer}/expert{expert}/load" for layer in range(40) for expert in range(250))
 POOL500 = 64  # distinct prebuilt 500-metric dicts, cycled
+POOL10K = 8  # distinct prebuilt 10,000-metric dicts, cycled
 
 
 # == worker side: one library, one workload, in this (fresh) process ================================
@@ -119,12 +124,12 @@ def loop10(log: Any, rows: list[tuple[float, ...]], budget: float) -> tuple[floa
     return time.perf_counter() - start, done
 
 
-def loop500(log: Any, n: int, budget: float) -> tuple[float, int]:
-    """500 metrics per call: prebuilt dicts of fresh floats, cycled (building a 500-key dict is the
-    caller's cost, not the tracker's). The clock is checked every 10 calls."""
+def loop_wide(log: Any, n: int, budget: float, keys: tuple[str, ...], pool_size: int) -> tuple[float, int]:
+    """Many metrics per call (``keys``): prebuilt dicts of fresh floats, cycled (building a wide dict
+    is the caller's cost, not the tracker's). The clock is checked every 10 calls."""
     rng = random.Random(99)
-    pool = [{k: 1.0 + rng.random() for k in KEYS500} for _ in range(POOL500)]
-    mask, done = POOL500 - 1, 0
+    pool = [{k: 1.0 + rng.random() for k in keys} for _ in range(pool_size)]
+    mask, done = pool_size - 1, 0
     start = time.perf_counter()
     deadline = start + budget
     for lo in range(0, n, 10):
@@ -200,8 +205,10 @@ def worker_log(spec: dict[str, Any]) -> dict[str, Any]:
         loop_s, done = writer.bulk(rows, KEYS10), calls  # a faster way to the same stored rows
     elif rows is not None:
         loop_s, done = loop10(writer.log, rows, budget)
+    elif workload == "log10k":
+        loop_s, done = loop_wide(writer.log, calls, budget, KEYS10K, POOL10K)
     else:
-        loop_s, done = loop500(writer.log, calls, budget)
+        loop_s, done = loop_wide(writer.log, calls, budget, KEYS500, POOL500)
     peak_loop = peak(method)
     helpers_mb = helper_rss() / 2**20
     start = time.perf_counter()
@@ -463,6 +470,7 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
             "log(): 10 float metrics per call, tight loop (loop time / calls; writer threads included)",
         ),
         ("log500", "log(): 500 float metrics per call (prebuilt dicts of fresh floats, cycled)"),
+        ("log10k", "log(): 10,000 float metrics per call, a MoE run's load per layer per expert"),
     ):
         if workload not in results:
             continue
@@ -593,6 +601,16 @@ def report(results: dict[str, Any], plan: dict[str, Any]) -> list[dict[str, Any]
         assert p500 is not None
         x = p500["until_durable_us"] / tt500["until_durable_us"]
         verdict(f"log500 µs/call until durable: {fastest} ÷ tunetrack", x, None, "(info)")
+    if tt10k := summary(results, "log10k", "tunetrack"):
+        verdict("log10k µs per key: tunetrack", tt10k["per_call_us"] / len(KEYS10K), None, "(info)")
+        points = tt10k["calls"] * len(KEYS10K)
+        verdict("log10k bytes stored per point: tunetrack", tt10k["disk_mb"] * 2**20 / points, None, "(info)")
+        for peer in ("trackio", "wandb"):
+            if p10k := summary(results, "log10k", peer):
+                x = p10k["per_call_us"] / tt10k["per_call_us"]
+                verdict(f"log10k µs/call: {peer} ÷ tunetrack", x, None, "(info)")
+                per_point = p10k["disk_mb"] * 2**20 / (p10k["calls"] * len(KEYS10K))
+                verdict(f"log10k bytes stored per point: {peer}", per_point, None, "(info)")
     if tt500 and (fl := summary(results, "log500", "floor")):
         x = tt500["per_call_us"] / fl["per_call_us"]
         verdict("log500 µs/call: tunetrack ÷ floor", x, None, "(info)")
@@ -705,6 +723,7 @@ def main() -> None:
         "budget": opts.budget or (3.0 if quick else 30.0),
         "log10": {"fast": 10_000 if quick else 100_000, "peer": 10_000 if quick else 100_000},
         "log500": {"fast": 2_000 if quick else 20_000, "peer": 200 if quick else 2_000},
+        "log10k": {"fast": 50 if quick else 500, "peer": 10 if quick else 50},
         "read": 5_000 if quick else 100_000,
         "readers": [lib for lib in READERS],
     }

@@ -26,6 +26,7 @@ from ..store.forks import ForkRef
 from ..store.process_meta import Role
 from . import console_log as console
 from . import from_ends
+from .across import Across, across
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
 from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
@@ -64,6 +65,7 @@ class Run:
         self._run_json = run_json
         self._read: dict[str, ProcessRecords] = {}  # each process's records decoded so far
         self._lock = threading.RLock()
+        self._keys: tuple[ProcessRecords | None, dict[str, None]] = (None, {})
         self._merged: ProcessRecords | None = None
         self._system_blocks: dict[str, list[codec.Block]] = {}
         self._process_blocks: dict[str, list[codec.Block]] = {}
@@ -358,11 +360,24 @@ class Run:
         return flatten(self.config)
 
     def keys(self) -> list[str]:
-        """Every metric key logged in this run, in first-seen order."""
-        seen: dict[str, None] = {}
-        for block in self._records.blocks:
-            seen.update(dict.fromkeys(block.keys()))
-        return list(seen)
+        """Every metric key logged in this run, in first-seen order (worked out once per read of its
+        records: a run of 10,000 keys is asked for them by every ``series`` call)."""
+        return list(self._known())
+
+    def _known(self) -> dict[str, None]:
+        """The run's keys in first-seen order, as a dict (a set that keeps order), kept per records."""
+        records = self._records
+        if self._keys[0] is not records:
+            seen: dict[str, None] = {}
+            for block in records.blocks:
+                seen.update(dict.fromkeys(block.keys()))
+            self._keys = (records, seen)
+        return self._keys[1]
+
+    def across(self, pattern: str | list[str]) -> Across:
+        """The keys a glob names (``moe/layer*/expert*/load``), or the keys listed, as one matrix of key
+        × step, with the band of their percentiles at each step (``reader.across``)."""
+        return across(self._records.blocks, self.keys(), pattern)
 
     def series(self, key: str, strict: bool = True) -> Series:
         """All visible points of one metric (numeric keys come back as a float or int array). ``key``
@@ -372,12 +387,12 @@ class Run:
         ``strict=False`` an empty series (what an overlay of several runs wants of the runs without
         it)."""
         blocks = self._records.blocks
-        logged = self.keys()
-        found = metric_key(set(logged).__contains__, key)
+        logged = self._known()
+        found = metric_key(logged.__contains__, key)
         if found is None and strict and self.state != State.RUNNING:
             stored = self.stored_aggregates() or {}  # logged, but its records are damaged or gone
             if metric_key(stored.__contains__, key) is None:
-                raise unknown("metric", key, logged or list(stored))
+                raise unknown("metric", key, list(logged) or list(stored))
         return series(blocks, found or key)
 
     def process_series(self, key: str) -> dict[str, Series]:

@@ -57,6 +57,7 @@ KEYS = """\
 | `←` `→` | move the chart's crosshair (shift: ten columns); a click puts it there |
 | `+` `-` `0` | zoom in and out around the crosshair (or the mouse wheel); the whole run |
 | `l` / `k` | the chart's log scale / hide its key list |
+| `b` / `h` | the band (p5, p50, p95, max) / the heatmap across the keys listed; again: one key |
 | `g` / `[` `]` | grep the console / show one rank's lines |
 | `,` `.` / `<` `>` | the samples' previous / next step; their first / last step |
 | `o` / `O` | sort the samples by the next column / the other way (or click a column's header) |

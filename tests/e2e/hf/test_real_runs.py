@@ -489,18 +489,19 @@ def code_blocks(page: str, language: str) -> list[str]:
 
 def test_every_sql_example_of_the_query_page(store, runs):
     """docs/query.md's examples, each statement run on these runs (its placeholder run ids replaced by
-    two sweep runs', its stride by one these short runs reach): each answers with rows, but the GPU
-    one on a machine without a GPU."""
+    two sweep runs', its stride by one these short runs reach, its mixture-of-experts keys by the
+    Trainer's losses): each answers with rows, but the GPU one on a machine without a GPU."""
     from tunetrack import query
 
     a, b = runs["sft-lr0.03-r4-s0"].id, runs["sft-lr0.003-r4-s0"].id
     (block,) = [b for b in code_blocks("docs/query.md", "sql") if b.startswith("-- the lowest loss")]
     statements = [x.strip() for x in block.split(";") if x.strip()]
-    assert len(statements) == 8
+    assert len(statements) == 9
     answers = {}
     for statement in statements:
         comment = statement.splitlines()[0]
         text = statement.replace("a1b2c3d4", a).replace("e5f6g7h8", b).replace("step % 100", "step % 2")
+        text = text.replace("moe/layer*/expert*/load", "*loss")
         answers[comment] = query(text, dir=store)
     for comment, frame in answers.items():
         assert len(frame) > 0 or "GPU" in comment, comment

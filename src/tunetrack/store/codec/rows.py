@@ -233,6 +233,8 @@ class Block:
     matrix_keys: list[str] = field(default_factory=list)
     matrix: bytes = b""
     visible: np.ndarray | None = None
+    #: each matrix key's column (made when first asked: a row of 10,000 keys is not searched per key)
+    _columns: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def keys(self) -> list[str]:
         return [*self.matrix_keys, *self.cols]
@@ -241,11 +243,11 @@ class Block:
         """(steps, times, values) of ``key`` in this block, visible rows only."""
         import numpy as np
 
-        if key in self.matrix_keys:
+        if self._columns is None:
+            self._columns = {k: i for i, k in enumerate(self.matrix_keys)}
+        if (at := self._columns.get(key)) is not None:
             width = len(self.matrix_keys)
-            values = np.frombuffer(self.matrix, dtype=np.float64).reshape(-1, width)[
-                :, self.matrix_keys.index(key)
-            ]
+            values = np.frombuffer(self.matrix, dtype=np.float64).reshape(-1, width)[:, at]
             idx = None
         elif (col := self.cols.get(key)) is not None:
             column_kind, data, idx = col

@@ -5,113 +5,44 @@ line is its points thinned to the chart's width with every spike kept (``reader.
 dashboard thins them), within the zoomed step range when zoomed. A crosshair (``←``/``→``, or a click)
 reads every run's value at a step below the chart. ``l`` log scale, ``+``/``-`` zoom around the
 crosshair (or the mouse wheel), ``0`` the whole run again, ``k`` hides the key list.
+
+Across keys (a mixture-of-experts run's load per layer per expert, a layer's gradient norms): ``b``
+draws, for the first picked run, the band of every listed key's values at each step (p5, p50, p95 and
+the max: ``reader.across``) as four lines, which the crosshair, zoom and log scale work on as on any;
+``h`` draws the listed keys as a heatmap of key × step (a row for each key, or for each run of
+neighbouring keys, their max, when there are more keys than lines; a column for each span of steps,
+their mean). Either key again: back to the one key's line. What is drawn is worked out with no
+terminal involved, in ``plotting`` (the lines) and ``across`` (the band and the heatmap).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import numpy as np
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 from textual_plotext import PlotextPlot
 
-from ...metric_keys import LOSS_LIKE
 from ...reader import Run
+from ...reader.across import Across
 from ...reader.as_text import number
-from ...reader.downsample import m4
 from ..model import Model
-from ..palette import hex_colour, line_colour
+from ..palette import hex_colour
 from . import Pane
+from .across import band_lines, heat, heat_text
+from .plotting import Line, keys_of, lines, step_label, step_ticks, thinned
 
 #: a zoom step: the span shown is halved (or doubled)
 ZOOM = 2.0
 #: a chart tab narrower than this many columns hides its key list until asked for (``m``, ``k``)
 NARROW = 90
-
-
-@dataclass
-class Line:
-    """One run's metric, whole (``steps`` sorted)."""
-
-    run_id: str
-    label: str
-    colour: tuple[int, int, int]
-    steps: np.ndarray
-    values: np.ndarray
-
-    def at(self, step: float) -> tuple[float, float] | None:
-        """The point nearest ``step``."""
-        if not len(self.steps):
-            return None
-        i = int(np.searchsorted(self.steps, step))
-        near = min(
-            (j for j in (i - 1, i) if 0 <= j < len(self.steps)), key=lambda j: abs(self.steps[j] - step)
-        )
-        return float(self.steps[near]), float(self.values[near])
-
-
-def lines(model: Model, key: str | None, palette: str) -> list[Line]:
-    """The picked runs' ``key``, each run coloured by its place among the picked."""
-    out: list[Line] = []
-    if key is None:
-        return out
-    for i, run in enumerate(model.picked_runs()):
-        if key not in run.keys():
-            continue
-        series = run.series(key, strict=False)
-        steps = np.asarray(series.steps, dtype=float)
-        values = np.asarray(series.values, dtype=float)
-        order = np.argsort(steps, kind="stable")  # a resumed run's series is in logging order
-        out.append(Line(run.id, run.name, line_colour(palette, i), steps[order], values[order]))
-    return out
-
-
-def thinned(
-    line: Line, width: int, window: tuple[float, float] | None, log: bool
-) -> tuple[list[float], list[float]]:
-    """The points of ``line`` to draw in ``width`` columns, within ``window``, every extreme kept; on a
-    log scale its values above zero alone."""
-    steps, values = line.steps, line.values
-    if log:
-        keep = values > 0
-        steps, values = steps[keep], values[keep]
-    lo, hi = window if window is not None else (None, None)
-    chosen = m4(steps, values, width, lo, hi)
-    return steps[chosen].tolist(), values[chosen].tolist()
-
-
-def step_ticks(lo: float, hi: float, most: int) -> list[int]:
-    """At most ``most`` whole steps between ``lo`` and ``hi``, 1, 2, 2.5 or 5 times a power of ten apart
-    (as the dashboard's step axis: never 48.8 or 96.5)."""
-    span = max(hi - lo, 1.0)
-    power = 10 ** max(int(np.floor(np.log10(span / max(most, 1)))), 0)
-    gap = next(
-        (m * power for m in (1, 2, 2.5, 5, 10) if span / (m * power) <= most and m * power >= 1), 10 * power
-    )
-    gap = max(int(gap), 1)
-    first = int(np.ceil(lo / gap) * gap)
-    return list(range(first, int(hi) + 1, gap))
-
-
-def step_label(step: int) -> str:
-    """A step as an axis writes it: 950, 12k, 1.5M."""
-    if step >= 1_000_000:
-        return f"{step / 1e6:g}M"
-    return f"{step / 1e3:g}k" if step >= 10_000 else str(step)
-
-
-def keys_of(runs: list[Run]) -> list[str]:
-    """Every key the runs logged, the losses first."""
-    seen = dict.fromkeys(k for run in runs for k in run.keys())
-    return [*(k for k in LOSS_LIKE if k in seen), *sorted(k for k in seen if k not in LOSS_LIKE)]
 
 
 class Plot(PlotextPlot):
@@ -139,8 +70,11 @@ class Chart(Pane):
     Chart #keys.hidden { display: none; }
     Chart.narrow #keys { display: none; }
     Chart.narrow #keys.shown { display: block; }
-    Chart #key-list { height: 1fr; }
+    Chart #key-list { height: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
     Chart #plot { height: 1fr; }
+    Chart #heat { height: 1fr; display: none; }
+    Chart.heat #heat { display: block; }
+    Chart.heat #plot { display: none; }
     Chart #readout { height: auto; max-height: 3; }
     """
     KEYS: ClassVar[list[Binding]] = [
@@ -150,6 +84,8 @@ class Chart(Pane):
         Binding("minus", "zoom(2)", show=False),
         Binding("0", "unzoom", show=False),
         Binding("k", "toggle_keys", show=False),
+        Binding("b", "across('band')", "band", show=False),
+        Binding("h", "across('heat')", "heatmap", show=False),
     ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "cross(-1)", "crosshair", show=False),
@@ -166,6 +102,10 @@ class Chart(Pane):
         self.window: tuple[float, float] | None = None  # the step range zoomed to
         self.cross: float | None = None  # the crosshair's step
         self.problem: str | None = None
+        #: ``line`` (the highlighted key), or across the listed keys: ``band`` or ``heat``
+        self.mode = "line"
+        self.listed: list[str] = []  # the keys the search lists
+        self._view: Across | None = None  # the matrix a heatmap draws
         self._model: Model | None = None
         self._keys: list[str] = []
         self._lines: list[Line] = []
@@ -180,6 +120,7 @@ class Chart(Pane):
                 yield OptionList(id="key-list")
             with Vertical():
                 yield Plot(id="plot")
+                yield Static("", id="heat")
                 yield Static("", id="readout")
 
     # -- what is drawn -------------------------------------------------------------------------------
@@ -194,7 +135,7 @@ class Chart(Pane):
         plot = self.query_one(Plot)
         drawn = (
             stamp,
-            self.key,
+            self.key if self.mode == "line" else (self.mode, tuple(self.listed)),
             self.log_scale,
             self.window,
             self.cross,
@@ -205,9 +146,17 @@ class Chart(Pane):
         if drawn == self._drawn:
             return
         if drawn[:2] != (self._drawn or (None, None))[:2]:
-            self._lines = lines(model, self.key, self.palette)
+            self._lines, self._view = self._read(runs)
         self._drawn = drawn
         self._draw()
+
+    def _read(self, runs: list[Run]) -> tuple[list[Line], Across | None]:
+        """What the mode draws: the picked runs' key, or the first picked run's listed keys."""
+        if self.mode == "line" or not runs or not self.listed:
+            return lines(self._model, self.key, self.palette) if self._model else [], None
+        if self.mode == "band":
+            return band_lines(runs[0], self.listed, self.palette), None
+        return [], runs[0].across(self.listed)
 
     def _list_keys(self) -> None:
         """Fill the key list with the keys the pattern matches, keeping the highlighted key."""
@@ -217,7 +166,7 @@ class Chart(Pane):
             self.problem = None
         except re.error as exc:
             pattern, self.problem = None, f"keys: {exc}"
-        shown = [k for k in self._keys if pattern is None or pattern.search(k)]
+        shown = self.listed = [k for k in self._keys if pattern is None or pattern.search(k)]
         if self.pattern and not shown and self._keys:
             self.problem = f"keys: no key of the picked runs matches {self.pattern!r}"
         if self.key not in shown:
@@ -228,11 +177,15 @@ class Chart(Pane):
             options.highlighted = shown.index(self.key)
 
     def _draw(self) -> None:
+        self.set_class(self.mode == "heat", "heat")
+        if self.mode == "heat":
+            self._draw_heat()
+            return
         plot = self.query_one(Plot)
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(self.key or ("pick a run with space" if not self._lines else ""))
+        plt.title(self.title())
         width = max(plot.size.width, 20)
         for line in self._lines:
             steps, values = thinned(line, width, self.window, self.log_scale)
@@ -250,6 +203,27 @@ class Chart(Pane):
         plt.xlabel("step")
         plot.refresh()
         self.query_one("#readout", Static).update(self.readout())
+
+    def title(self) -> str:
+        if self.mode == "line":
+            return self.key or ("pick a run with space" if not self._lines else "")
+        runs = self._model.picked_runs() if self._model else []
+        who = f" of {runs[0].name}" if runs else ""
+        return f"{len(self.listed):,} keys{who}: p5, p50, p95, max at each step"
+
+    def _draw_heat(self) -> None:
+        box = self.query_one("#heat", Static)
+        if self._view is None:
+            box.update("pick a run with space, and list keys with m")
+            return
+        area = box.parent.size if isinstance(box.parent, Widget) else box.size  # laid out before the box
+        width, height = max(area.width, 40), max(area.height - 2, 4)
+        label_width = min(max(len(k) for k in self._view.keys) + 4, 28, width // 3)
+        found = heat(self._view, width - label_width - 1, height - 3, self.window)
+        runs = self._model.picked_runs() if self._model else []
+        title = Text(f"{len(self._view.keys):,} keys of {runs[0].name if runs else ''}\n", style="bold")
+        box.update(title + heat_text(found, label_width, self.app.current_theme.dark))
+        self.query_one("#readout", Static).update("")
 
     def readout(self) -> Text:
         """What the crosshair reads (each run's value at its step), else each run's last value."""
@@ -298,6 +272,11 @@ class Chart(Pane):
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.key = event.option.id
+        self._again()
+
+    def action_across(self, mode: str) -> None:
+        """``b`` and ``h``: the band or the heatmap across the listed keys; again, the one key's line."""
+        self.mode = "line" if self.mode == mode else mode
         self._again()
 
     def action_log(self) -> None:

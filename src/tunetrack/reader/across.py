@@ -1,0 +1,111 @@
+"""Views across many keys of one run: the keys a pattern names (a mixture-of-experts run's load per
+layer per expert, ``moe/layer*/expert*/load``: 10,240 keys) as one matrix of key × step, and the
+band of their percentiles at each step (p5, p50, p95 and the max, as torchtitan and Megatron users
+ask of a layer's gradient norms), instead of one chart per key.
+
+The matrix is read block by block: a block's float matrix (the writer's encoding of an all-float row,
+``store.codec.rows``) gives every matching key's column in one slice, so 10,000 keys cost what their
+points do, not 10,000 look-ups.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from ..store import codec
+from .names import unknown
+from .series import numeric_values, series
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: the band's lines: a name and its percentile (the max is the 100th)
+BAND: tuple[tuple[str, float], ...] = (("p5", 5.0), ("p50", 50.0), ("p95", 95.0), ("max", 100.0))
+
+
+def natural(key: str) -> list[object]:
+    """``key`` as people order it: the numbers in it as numbers (``layer2`` before ``layer10``)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
+
+
+def matching(keys: list[str], pattern: str) -> list[str]:
+    """The keys ``pattern`` names, in natural order: a glob (``moe/layer*/expert*/load``, ``*``
+    matching any run of characters, ``/`` included), or the exact key."""
+    return sorted((k for k in keys if fnmatchcase(k, pattern)), key=natural)
+
+
+@dataclass
+class Across:
+    """Keys × steps: ``values[i, j]`` is ``keys[i]`` at ``steps[j]`` (NaN where it has no number there;
+    where a step was logged twice, its last value)."""
+
+    pattern: str
+    keys: list[str]
+    steps: np.ndarray
+    values: np.ndarray
+
+    def band(self) -> dict[str, np.ndarray]:
+        """At each step, the percentiles of the keys' values (``BAND``: p5, p50, p95, max), over the keys
+        that hold a number there (linear interpolation, NumPy's default); NaN where none does."""
+        import warnings
+
+        import numpy as np
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a step where every key is NaN
+            found = np.nanpercentile(self.values, [q for _, q in BAND], axis=0) if self.values.size else None
+        if found is None:
+            return {name: np.full(len(self.steps), np.nan) for name, _ in BAND}
+        return {name: found[i] for i, (name, _) in enumerate(BAND)}
+
+
+def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str]) -> Across:
+    """The matrix of the keys of ``keys`` that ``pattern`` names (a glob: ``matching``; or a list of
+    the keys themselves, as a view that chose them does), from ``blocks`` (a run's visible blocks, in
+    logging order). A glob no key matches is an ``UnknownName`` naming the closest keys."""
+    import numpy as np
+
+    if isinstance(pattern, str):
+        names = matching(keys, pattern)
+        if not names:
+            raise unknown("metric pattern", pattern, keys)
+    else:
+        known = set(keys)
+        names = [k for k in dict.fromkeys(pattern) if k in known]
+        pattern = f"{len(names)} keys"
+    row_of = {k: i for i, k in enumerate(names)}
+    parts: list[
+        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    ] = []  # rows of names, steps, times, values
+    for block in blocks:
+        in_matrix = [(row_of[k], j) for j, k in enumerate(block.matrix_keys) if k in row_of]
+        if in_matrix:
+            width = len(block.matrix_keys)
+            matrix = np.frombuffer(block.matrix, dtype=np.float64).reshape(-1, width)
+            steps, times = block.steps, block.times
+            if block.visible is not None:
+                matrix, steps, times = matrix[block.visible], steps[block.visible], times[block.visible]
+            rows, columns = (np.array(x, dtype=np.int64) for x in zip(*in_matrix, strict=True))
+            chosen = matrix[:, columns].T.reshape(-1)  # key by key
+            n = len(rows)
+            parts.append((np.repeat(rows, len(steps)), np.tile(steps, n), np.tile(times, n), chosen))
+        for key in (k for k in block.cols if k in row_of):
+            column = series([block], key)
+            parts.append(
+                (np.full(len(column), row_of[key]), column.steps, column.times, numeric_values(column))
+            )
+    if not parts:
+        return Across(pattern, names, np.empty(0, np.int64), np.empty((len(names), 0)))
+    rows, steps, times, values = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    unique, at = np.unique(steps, return_inverse=True)
+    cell = rows * len(unique) + at
+    order = np.argsort(times, kind="stable")  # logging order, across processes
+    cell, values = cell[order], values[order]
+    _, first_from_end = np.unique(cell[::-1], return_index=True)
+    last = len(cell) - 1 - first_from_end  # a step logged again: its last value
+    out = np.full((len(names), len(unique)), np.nan)
+    out.flat[cell[last]] = values[last]
+    return Across(pattern, names, unique, out)

@@ -1,0 +1,98 @@
+"""Views across many keys (issue 35): a mixture-of-experts run's 10,000 keys a step read back exactly,
+as one matrix of key × step, and the band of their percentiles equal to NumPy's on the raw values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tunetrack import Tracker
+from tunetrack.errors import UnknownName
+from tunetrack.reader import open_run
+from tunetrack.reader.across import matching, natural
+
+LAYERS, EXPERTS, STEPS = 40, 250, 200
+
+
+def load(step: int) -> np.ndarray:
+    """Each layer's load per expert at ``step``: a fixed, uneven pattern that moves with the step."""
+    layer, expert = np.meshgrid(np.arange(LAYERS), np.arange(EXPERTS), indexing="ij")
+    return np.abs(np.sin(layer * 0.37 + expert * 0.011 + step * 0.05)) + layer * 1e-3
+
+
+def key(layer: int, expert: int) -> str:
+    return f"moe/layer{layer}/expert{expert}/load"
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory):
+    root = tmp_path_factory.mktemp("moe")
+    keys = [key(layer, expert) for layer in range(LAYERS) for expert in range(EXPERTS)]
+    with Tracker(dir=root, name="moe", system=False, console=False) as run:
+        for step in range(1, STEPS + 1):
+            row = dict(zip(keys, load(step).reshape(-1).tolist()))
+            row["loss"] = 1.0 / step
+            run.log(row, step=step)
+    return open_run(run.id, root)
+
+
+def test_ten_thousand_keys_a_step_read_back_exactly(moe):
+    assert len(moe.keys()) == LAYERS * EXPERTS + 1
+    view = moe.across("moe/layer*/expert*/load")
+    assert view.keys[:3] == [key(0, 0), key(0, 1), key(0, 2)] and view.keys[EXPERTS] == key(1, 0)
+    assert list(view.steps) == list(range(1, STEPS + 1))
+    logged = np.stack([load(step).reshape(-1) for step in range(1, STEPS + 1)], axis=1)
+    assert np.array_equal(view.values, logged)
+    for layer, expert in ((0, 0), (17, 123), (39, 249)):
+        s = moe.series(key(layer, expert))
+        assert np.array_equal(s.values, logged[layer * EXPERTS + expert])
+
+
+def test_the_band_is_the_percentiles_of_the_raw_values(moe):
+    view = moe.across("moe/layer3*/expert*/load")  # layer 3 and layers 30 to 39
+    assert [k.split("/")[1] for k in view.keys[::EXPERTS]] == [
+        "layer3",
+        *(f"layer{i}" for i in range(30, 40)),
+    ]
+    raw = np.stack([load(step)[[3, *range(30, 40)]].reshape(-1) for step in range(1, STEPS + 1)], axis=1)
+    band = view.band()
+    for name, q in (("p5", 5), ("p50", 50), ("p95", 95), ("max", 100)):
+        assert np.allclose(band[name], np.percentile(raw, q, axis=0)), name
+    assert np.array_equal(band["max"], raw.max(axis=0))
+
+
+def test_keys_missing_at_some_steps_and_a_pattern_nothing_matches(tmp_path):
+    with Tracker(dir=tmp_path, name="sparse", system=False, console=False) as run:
+        for step in range(1, 7):
+            row = {f"layer{i}/grad_norm": float(i * step) for i in range(3) if (i + step) % 3}
+            row["label"] = "warmup" if step < 3 else "main"  # not a number: no part of a pattern's view
+            run.log(row, step=step)
+        run.log({"layer0/grad_norm": 99.0}, step=6)  # a step logged again: its last value counts
+    read = open_run(run.id, tmp_path)
+    view = read.across("layer*/grad_norm")
+    expected = np.array([[float(i * s) if (i + s) % 3 else np.nan for s in range(1, 7)] for i in range(3)])
+    expected[0, 5] = 99.0
+    assert np.array_equal(view.values, expected, equal_nan=True)
+    assert np.allclose(view.band()["p50"], np.nanpercentile(expected, 50, axis=0))
+    with pytest.raises(UnknownName, match="no run has metric pattern 'layer\\*/grad_nrom'"):
+        read.across("layer*/grad_nrom")
+
+
+def test_natural_order():
+    keys = ["l10/x", "l2/x", "l1/x", "l2/y"]
+    assert sorted(keys, key=natural) == ["l1/x", "l2/x", "l2/y", "l10/x"]
+    assert matching(keys, "l*/x") == ["l1/x", "l2/x", "l10/x"] and matching(keys, "l2/y") == ["l2/y"]
+
+
+def test_sql_aggregates_over_a_pattern_as_the_band_does(moe):
+    """docs/query.md's example across keys: DuckDB's quantiles over a GLOB of keys equal the band's."""
+    import tunetrack
+
+    sql = (
+        "SELECT step, quantile_cont(value, 0.95) AS p95, max(value) AS max FROM metrics "
+        f"WHERE run = '{moe.id}' AND key GLOB 'moe/layer*/expert*/load' GROUP BY step ORDER BY step"
+    )
+    answer = tunetrack.query(sql, moe.path.parent)
+    band = moe.across("moe/layer*/expert*/load").band()
+    assert list(answer["step"]) == list(range(1, STEPS + 1))
+    assert np.allclose(answer["p95"], band["p95"]) and np.array_equal(answer["max"], band["max"])

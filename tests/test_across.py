@@ -96,3 +96,25 @@ def test_sql_aggregates_over_a_pattern_as_the_band_does(moe):
     band = moe.across("moe/layer*/expert*/load").band()
     assert list(answer["step"]) == list(range(1, STEPS + 1))
     assert np.allclose(answer["p95"], band["p95"]) and np.array_equal(answer["max"], band["max"])
+
+
+def test_show_folds_ten_thousand_keys_into_their_family(moe):
+    """``tunetrack show`` of a 10,000-key run: one row for the family (its glob, the median of the last
+    values, the least minimum, the most maximum, how many keys), the loss as its own row; ``--full``
+    lists every key."""
+    from click.testing import CliRunner
+
+    from tunetrack.cli import cli
+
+    root = str(moe.path.parent)
+    done = CliRunner().invoke(cli, ["show", moe.id, "--dir", root], env={"COLUMNS": "160"})
+    assert done.exit_code == 0, done.output
+    (row,) = [line for line in done.output.splitlines() if "moe/layer*/expert*/load" in line]
+    cells = [c.strip() for c in row.split("│")]
+    last = np.median(load(STEPS))
+    lows = min(load(s).min() for s in range(1, STEPS + 1))
+    assert cells[1] == f"median {last:.4g}" and cells[2] == f"{lows:.4g}" and cells[-1] == "10,000 keys"
+    assert "10,000 keys as 1 family, their numbers as * (--full: each)" in done.output
+    assert any(line.split("│")[0].strip() == "loss" for line in done.output.splitlines() if "│" in line)
+    full = CliRunner().invoke(cli, ["show", moe.id, "--dir", root, "--full"], env={"COLUMNS": "160"})
+    assert full.exit_code == 0 and sum(f"{key(39, 249)} " in line for line in full.output.splitlines()) == 1

@@ -18,6 +18,7 @@ from rich.text import Text
 from .. import metric_keys
 from ..config import MISSING
 from ..reader import Run
+from ..reader.across import families
 from ..reader.as_text import (
     checkpoint_keys,
     config_text,
@@ -164,15 +165,50 @@ def config_table(run: Run, full: bool = True) -> Table | None:
     return table
 
 
-def summary_table(summary: dict[str, dict[str, Any]]) -> Table | None:
+#: past this many keys, ``tunetrack show`` folds the families of keys (``reader.across.families``)
+SUMMARY_SHOWN = 40
+
+
+def summary_table(summary: dict[str, dict[str, Any]], full: bool = True) -> Table | None:
+    """The summary, a row per key; without ``full``, a run of more than ``SUMMARY_SHOWN`` keys (a
+    mixture-of-experts run's 10,000) gets a row per family of keys instead of one per key: its glob,
+    the median of the keys' last values, the least of their minima and the most of their maxima."""
     if not summary:
         return None
     table = _section("summary", "key")
     for col in ("last", "min", "max", "step", "count"):
         table.add_column(col, justify="right")
-    for key, *cells in summary_rows(summary):
-        table.add_row(Text(key), *cells)
+    groups = families(list(summary)) if not full and len(summary) > SUMMARY_SHOWN else {}
+    first = {members[0]: name for name, members in groups.items()}
+    folded = {key for members in groups.values() for key in members}
+    if groups:
+        named = "1 family" if len(groups) == 1 else f"{len(groups)} families"
+        _caption(table, f"{len(folded):,} keys as {named}, their numbers as * (--full: each)")
+    for key, *cells in summary_rows({k: v for k, v in summary.items() if k not in folded or k in first}):
+        if key in first:
+            name = first[key]
+            table.add_row(Text(name, style="italic"), *family_cells([summary[k] for k in groups[name]]))
+        else:
+            table.add_row(Text(key), *cells)
     return table
+
+
+def family_cells(members: list[dict[str, Any]]) -> list[str]:
+    """A family's row: the median of its keys' last values, the least minimum, the most maximum, the
+    last step, how many keys."""
+    import numpy as np
+
+    def values(field: str) -> list[float]:
+        return [float(m[field]) for m in members if is_number(m.get(field))]
+
+    lasts, mins, maxes, steps = values("last"), values("min"), values("max"), values("step")
+    return [
+        "median " + number(float(np.median(lasts))) if lasts else number(None),
+        number(min(mins)) if mins else number(None),
+        number(max(maxes)) if maxes else number(None),
+        number(int(max(steps))) if steps else number(None),
+        f"{len(members):,} keys",
+    ]
 
 
 def events_table(events: list[dict[str, Any]], last: int | None = None) -> Table | None:
@@ -221,7 +257,7 @@ def show(run: Run, full: bool = False) -> None:
     parts = [
         notes_table(run),
         config_table(run, full),
-        summary_table(run.summary()),
+        summary_table(run.summary(), full),
         events_table(run.events(), None if full else EVENTS_SHOWN),
         system_table(run.system_summary(), full),
     ]

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "Tracker": ("tunetrack.tracker", "Tracker"),
+    "Histogram": ("tunetrack.histograms", "Histogram"),
     "log_evaluation": ("tunetrack.tracker", "log_evaluation"),
     "Rule": ("tunetrack.monitoring.rules", "Rule"),
     "load_rules": ("tunetrack.monitoring.rules", "load_rules"),
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ._warnings import TunetrackWarning
     from .backends.base import Backend, RunInfo
     from .backends.stdout import ConsoleBackend
+    from .histograms import Histogram
     from .monitoring.rules import Rule, load_rules
     from .reader import list_runs, open_run
     from .sql import query
@@ -53,6 +55,7 @@ __all__ = [
     "STATES",
     "Backend",
     "ConsoleBackend",
+    "Histogram",
     "Rule",
     "RunInfo",
     "Tracker",

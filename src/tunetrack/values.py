@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard, TypeVar
 
 from .errors import InvalidValue
+from .histograms import Histogram
 
 #: Types that need no snapshot. NumPy scalar types are added the first time one is seen, so the
 #: fast path never has to import NumPy.
@@ -148,6 +149,8 @@ def snapshot_value(value: Any) -> Any:
         return value
     if _is_numpy(value, "ndarray") and value.size == 1:
         return value.reshape(()).item()
+    if isinstance(value, Histogram):
+        return value  # made once by the caller; the tracker records it as an event
     return Unsupported(value)
 
 

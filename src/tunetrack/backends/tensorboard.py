@@ -3,8 +3,8 @@
 
 Written the way TensorBoard's own users expect to read them (``tensorboard --logdir``,
 ``EventAccumulator``): every numeric metric as a scalar with its step and wall time, system metrics
-as scalars under ``system/``, the config, text samples and the run's final state as text, and
-images as images. A resume from a checkpoint (a rewind) writes
+as scalars under ``system/``, the config, text samples and the run's final state as text, images as
+images, and histograms (``tunetrack.Histogram``) as histograms. A resume from a checkpoint (a rewind) writes
 TensorBoard's own "session start" marker at the rewound step, so TensorBoard drops the superseded
 points (those after the step resumed from) instead of drawing them twice.
 
@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..histograms import HISTOGRAM
 from .base import Row, RunInfo
 from .names import tensorboard as names
 
@@ -112,8 +113,33 @@ class TensorBoardBackend:
                 r.get("text", json.dumps(r, default=str)) if isinstance(r, dict) else str(r) for r in rows
             ]
             self._text(str(event.get("key") or "text"), "\n\n".join(lines), step, when)
+        elif kind == HISTOGRAM:
+            self._histogram(
+                str(event.get("key")), event.get("edges") or [], event.get("counts") or [], step, when
+            )
         elif kind == "image" and self._run is not None and isinstance(self._run.dir, Path):
             self._image(str(event.get("key") or "image"), self._run.dir / str(event.get("path")), step, when)
+
+    def _histogram(
+        self, tag: str, edges: Sequence[float], counts: Sequence[float], step: int, when: float
+    ) -> None:
+        """TensorBoard's histogram: each bucket's right edge and count, the first bucket's left edge as
+        the min (its values summed as if at their bucket's middle)."""
+        if not counts or len(edges) != len(counts) + 1:
+            return
+        _, summary_pb2 = self._pb
+        middles = [(a + b) / 2 for a, b in zip(edges, edges[1:])]
+        proto = summary_pb2.HistogramProto(
+            min=float(edges[0]),
+            max=float(edges[-1]),
+            num=float(sum(counts)),
+            sum=float(sum(c * m for c, m in zip(counts, middles))),
+            sum_squares=float(sum(c * m * m for c, m in zip(counts, middles))),
+            bucket_limit=[float(e) for e in edges[1:]],
+            bucket=[float(c) for c in counts],
+        )
+        value = summary_pb2.Summary.Value(tag=tag, histo=proto)
+        self._writer.add_event(self._event(step, when, summary=summary_pb2.Summary(value=[value])))
 
     def _image(self, tag: str, path: Path, step: int, when: float) -> None:
         _, summary_pb2 = self._pb

@@ -20,7 +20,6 @@ from typing import Any
 from .._warnings import warn_once
 from ..states import State
 from ..tracker import Tracker
-from ..values import summarize_arrays
 
 
 class AlertLevel:
@@ -88,18 +87,19 @@ class Image:
 
 
 class Histogram:
-    """``wandb.Histogram``: recorded as the values' summary statistics (``key/mean``, ``key/std``,
-    ``key/min``, ``key/max``, ``key/count``), the form tunetrack's charts draw."""
+    """``wandb.Histogram``: recorded as a ``tunetrack.Histogram`` (its bins and counts, at the step),
+    which the dashboard, the terminal view and the TensorBoard mirror draw as a distribution."""
 
     def __init__(
         self, sequence: Sequence[float] | None = None, np_histogram: Any = None, num_bins: int = 64
     ) -> None:
-        if sequence is None and np_histogram is not None:  # (counts, edges): the bins' midpoints, repeated
+        from ..histograms import Histogram as Distribution
+
+        if sequence is None and np_histogram is not None:
             counts, edges = np_histogram
-            sequence = [
-                (lo + hi) / 2 for n, lo, hi in zip(counts, edges[:-1], edges[1:]) for _ in range(int(n))
-            ]
-        self.values = list(sequence or [])
+            self.histogram = Distribution(counts=list(counts), edges=list(edges))
+        else:
+            self.histogram = Distribution(list(sequence or []), bins=num_bins)
 
 
 # -- config and summary ------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ class Run:
                     if self._tracker is not None:
                         self._tracker.log_image(key, image.pixels(), step=self._step, index=i)
             elif isinstance(value, Histogram):
-                self._row.update(summarize_arrays({key: value.values}))
+                self._row[key] = value.histogram
             elif type(value).__module__.startswith("wandb"):
                 _unsupported(f"logging a {type(value).__name__}")
             else:

@@ -17,6 +17,7 @@ from .._warnings import warn_once
 from ..aggregates import Agg
 from ..config import flatten, merge
 from ..edits import Identity, fold
+from ..histograms import BINS, HISTOGRAM, Logged, OverSteps, logged, over_steps
 from ..metric_keys import metric_key, minimized, spelled
 from ..states import State
 from ..store import codec, forks
@@ -588,9 +589,28 @@ class Run:
         series from before the last one holds points that are now hidden."""
         return sum(e.kind == "rewind" for e in self._records.events)
 
-    def events(self) -> list[dict[str, Any]]:
-        """Events (checkpoints, evaluations, rewinds, health warnings) in time order."""
-        return [{**e.data, "kind": e.kind, "step": e.step, "time": e.time} for e in self._records.events]
+    def events(self, histograms: bool = False) -> list[dict[str, Any]]:
+        """Events (checkpoints, evaluations, rewinds, health warnings) in time order; the histograms
+        logged (``tunetrack.Histogram``, one event per key and step) only with ``histograms``: they are
+        data, read with ``histograms()``."""
+        return [
+            {**e.data, "kind": e.kind, "step": e.step, "time": e.time}
+            for e in self._records.events
+            if histograms or e.kind != HISTOGRAM
+        ]
+
+    def histograms(self, key: str | None = None) -> dict[str, list[Logged]]:
+        """The histograms logged (``tunetrack.Histogram``), per key, in time order (of ``key`` alone if
+        given); a step rewound past is gone, as its rows are."""
+        return logged(self.events(histograms=True), key)
+
+    def distribution(self, key: str, bins: int = BINS) -> OverSteps:
+        """One key's histograms over the steps on ``bins`` common bins: a heatmap (step × bin) or a
+        ridgeline. A key with no histogram is an ``UnknownName`` naming the keys that have some."""
+        found = self.histograms(key).get(key)
+        if not found:
+            raise unknown("histogram", key, list(self.histograms()))
+        return over_steps(found, key, bins)
 
     def checkpoints(self) -> list[Checkpoint]:
         """Its checkpoints in the order saved (``reader.checkpoints``), their files and metrics as

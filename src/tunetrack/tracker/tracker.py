@@ -24,6 +24,7 @@ from ..backends.base import Backend
 from ..config import capture
 from ..edits import new_edit, stop_request
 from ..errors import InvalidFork, InvalidValue
+from ..histograms import HISTOGRAM, Histogram
 from ..monitoring.alerts import Alerter
 from ..monitoring.health import HealthConfig
 from ..monitoring.rules import Rule
@@ -494,6 +495,7 @@ class Tracker:
                 row, all_float = dict(metrics), False
             else:
                 row, all_float = snapshot(metrics, self.strict), False
+                self._histograms(row, step)
             self._step = step
             put(step, _now(), row, all_float)
         except InvalidValue:
@@ -502,6 +504,11 @@ class Tracker:
             if self.strict:
                 raise InvalidValue(f"tunetrack cannot log {metrics!r}: {exc}") from exc
             warn_once(f"log:{type(exc).__name__}", f"log() ignored a call it could not record: {exc!r}")
+
+    def _histograms(self, row: dict[Any, Any], step: int) -> None:
+        """Take the ``Histogram`` values out of a row (the slow path's): each is an event of its own."""
+        for key in [k for k, v in row.items() if isinstance(v, Histogram)]:
+            self._send(Event(HISTOGRAM, step, time.time(), row.pop(key).data(str(key))))
 
     def _put_after_start(self) -> Callable[..., bool] | None:
         """The channel's ``put_row`` when ``log()`` finds none: the first call starts the run; after

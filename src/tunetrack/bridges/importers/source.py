@@ -44,6 +44,8 @@ class SourceRun:
     error: str | None = None
     #: system-metric rows, where the source samples the machine
     system: Callable[[], Iterable[Row]] = lambda: ()
+    #: events ``(kind, step, unix time, data)``: the histograms the source holds
+    events: Callable[[], Iterable[tuple[str, int, float, dict[str, Any]]]] = lambda: ()
     #: where it came from, kept in the run's process metadata (``{"from": "mlflow", ...}``)
     origin: dict[str, Any] = field(default_factory=dict)
     #: the machine that recorded it, where the source says

@@ -3,8 +3,8 @@
 A run is what TensorBoard calls one: a folder holding event files (the log dir itself, or any folder
 below it), named by its path under the log dir. Read with TensorBoard's ``EventAccumulator``, so what is
 imported is what TensorBoard draws (points superseded by a restart marker are left out, as there):
-scalars (``SummaryWriter.add_scalar`` and TF2's tensor scalars) with their steps and wall times, the
-hparams a run recorded as its config, and a tunetrack mirror's config and final state (the
+scalars (``SummaryWriter.add_scalar`` and TF2's tensor scalars) with their steps and wall times,
+histograms (``add_histogram``) as ``tunetrack.Histogram``s, the hparams a run recorded as its config, and a tunetrack mirror's config and final state (the
 ``config`` and ``tunetrack/state`` texts the tensorboard backend writes). TensorBoard has no run
 state: other runs are imported ``finished``.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends.names import tensorboard as names
+from ...histograms import HISTOGRAM, Histogram
 from ...states import STATES, State
 from .source import SourceError, SourceRun, rows_of
 
@@ -34,7 +35,9 @@ def runs(logdir: str) -> Iterator[SourceRun]:
     if not folders:
         raise SourceError(f"no TensorBoard event files under {logdir}")
     for folder in folders:
-        accumulator = EventAccumulator(str(folder), size_guidance={"scalars": 0, "tensors": 0})
+        accumulator = EventAccumulator(
+            str(folder), size_guidance={"scalars": 0, "tensors": 0, "histograms": 0}
+        )
         accumulator.Reload()
         yield _run(root, folder, accumulator)
 
@@ -58,6 +61,7 @@ def _run(root: Path, folder: Path, accumulator: Any) -> SourceRun:
         name=name,
         created=created,
         rows=lambda: rows_of(points),
+        events=lambda: _histograms(accumulator),
         config=config,
         state=state if state in STATES else State.FINISHED,
         ended=points[-1][0] if points else created,
@@ -78,6 +82,19 @@ def _points(accumulator: Any) -> Iterator[tuple[float, int, str, float]]:
             continue
         for event in accumulator.Tensors(tag):
             yield event.wall_time, event.step, tag, float(tensor_util.make_ndarray(event.tensor_proto).item())
+
+
+def _histograms(accumulator: Any) -> Iterator[tuple[str, int, float, dict[str, Any]]]:
+    """Every histogram as a ``tunetrack.Histogram``'s event: its buckets between the recorded min and
+    max (TensorBoard's first bucket starts at the min; a last limit past the max, TensorFlow's
+    ``DBL_MAX``, ends at the max)."""
+    for tag in accumulator.Tags().get("histograms", []):
+        for event in accumulator.Histograms(tag):
+            h = event.histogram_value
+            limits = [min(max(float(x), h.min), h.max) for x in h.bucket_limit[:-1]]
+            edges = [float(h.min), *limits, float(h.max)]
+            counts = [float(c) for c in h.bucket]
+            yield HISTOGRAM, event.step, event.wall_time, Histogram(counts=counts, edges=edges).data(tag)
 
 
 def _texts(accumulator: Any) -> dict[str, str]:

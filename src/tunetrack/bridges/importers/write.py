@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from ... import settings
 from ...reader import run_exists
-from ...writer import ConfigUpdate, Role, RunRequest, SystemSample, Writer
+from ...writer import ConfigUpdate, Event, Role, RunRequest, SystemSample, Writer
 from .source import Imported, SourceError, SourceRun, run_id_for
 
 #: the longest an importer waits for its writer to take rows (the writer is writing a file: a wait
@@ -65,6 +65,8 @@ def write(source: SourceRun, dir: str | os.PathLike[str], project: str | None = 
         points += len(values)
     for step, when, values in source.system():
         channel.send(SystemSample(int(step), float(when), values), wait=WAIT)
+    for kind, step, when, data in source.events():
+        channel.send(Event(kind, int(step), float(when), data), wait=WAIT)
     if not writer.finish(source.state, source.error, timeout=3600.0, at=source.ended):
         raise SourceError(f"could not finish writing run {run_id} into {dir}")
     return Imported(run_id, source.name, kind, "imported", points)

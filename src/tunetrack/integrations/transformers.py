@@ -25,6 +25,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from ..histograms import Histogram
 from ..monitoring.health import diverged
 from ..tracker import Tracker
 from ..tracker.checkpoints import ADAPTER, MODEL
@@ -32,6 +33,7 @@ from ..values import is_number
 from .support import inputs
 from .support import resume as auto_resume
 from .support.completions import CompletionFiles, Rewards
+from .support.gradients import grad_norms, logs_at
 from .support.options import from_environment
 from .support.stopping import agreed
 from .support.throughput import Throughput
@@ -51,7 +53,11 @@ class TunetrackCallback(TrainerCallback):
     fork of that run at that step (``Tracker(fork_from=)``): train from the parent's checkpoint of that
     step (``train(resume_from_checkpoint=...)``) into an ``output_dir`` of its own, whose marker then
     names the fork, so a later resume re-attaches to the fork and keeps its branch point (a marker that
-    names the parent itself forks it rather than re-attaching). Other keyword arguments go to ``Tracker``.
+    names the parent itself forks it rather than re-attaching). ``grad_distributions=True`` records,
+    at every logging step, the distribution of the gradient norms of the model's parameter tensors
+    (``grad_norm/parameters``, a ``tunetrack.Histogram``: which layers' gradients vanish or explode,
+    which one number hides); off by default, as it reads every gradient once more per logging step.
+    Other keyword arguments go to ``Tracker``.
     """
 
     def __init__(
@@ -64,6 +70,7 @@ class TunetrackCallback(TrainerCallback):
         resume: str | None = "auto",
         on_nan: str = "warn",
         fork_from: str | None = None,
+        grad_distributions: bool = False,
         **tracker_kwargs: Any,
     ) -> None:
         if on_nan not in ("warn", "stop"):
@@ -73,6 +80,7 @@ class TunetrackCallback(TrainerCallback):
         self.extra_config = config
         self.resume = resume
         self.fork_from = fork_from
+        self.grad_distributions = grad_distributions
         self.tracker_kwargs = tracker_kwargs
         self.tracker: Tracker | None = None
         self._trial: Trial | None = None
@@ -273,6 +281,23 @@ class TunetrackCallback(TrainerCallback):
             if self._recording:
                 assert self.tracker is not None
                 self.tracker.log(dict(metrics), step=state.global_step)
+
+    def on_pre_optimizer_step(
+        self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any
+    ) -> None:
+        """With ``grad_distributions``: the gradients' norms, per parameter tensor, at a logging step
+        (the step the optimizer is about to make: ``global_step + 1``, as the Trainer logs it)."""
+        if not (
+            self.grad_distributions and self._recording and model is not None and state.is_world_process_zero
+        ):
+            return
+        step = state.global_step + 1
+        if not logs_at(state, step):
+            return
+        norms = grad_norms(model)
+        if norms is not None:
+            assert self.tracker is not None
+            self.tracker.log({"grad_norm/parameters": Histogram(norms)}, step=step)
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if getattr(args, "log_completions", False) and self._recording and state.is_world_process_zero:

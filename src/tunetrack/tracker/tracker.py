@@ -495,7 +495,9 @@ class Tracker:
                 row, all_float = dict(metrics), False
             else:
                 row, all_float = snapshot(metrics, self.strict), False
-                self._histograms(row, step)
+                if self._histograms(row, step) and not row:  # nothing else in the row: no row
+                    self._step = step
+                    return
             self._step = step
             put(step, _now(), row, all_float)
         except InvalidValue:
@@ -505,10 +507,13 @@ class Tracker:
                 raise InvalidValue(f"tunetrack cannot log {metrics!r}: {exc}") from exc
             warn_once(f"log:{type(exc).__name__}", f"log() ignored a call it could not record: {exc!r}")
 
-    def _histograms(self, row: dict[Any, Any], step: int) -> None:
-        """Take the ``Histogram`` values out of a row (the slow path's): each is an event of its own."""
-        for key in [k for k, v in row.items() if isinstance(v, Histogram)]:
+    def _histograms(self, row: dict[Any, Any], step: int) -> bool:
+        """Take the ``Histogram`` values out of a row (the slow path's): each is an event of its own.
+        Whether there was one."""
+        found = [k for k, v in row.items() if isinstance(v, Histogram)]
+        for key in found:
             self._send(Event(HISTOGRAM, step, time.time(), row.pop(key).data(str(key))))
+        return bool(found)
 
     def _put_after_start(self) -> Callable[..., bool] | None:
         """The channel's ``put_row`` when ``log()`` finds none: the first call starts the run; after

@@ -634,3 +634,43 @@ def _cli(root, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def test_gradient_norm_distributions_on_request(tmp_path, root, tok):
+    """``grad_distributions=True``: at each logging step, the histogram of the parameters' gradient
+    norms, equal to the one made from the gradients the optimizer is about to use (read here by a
+    callback of the test's own, after tunetrack's); none by default."""
+    import numpy as np
+    import torch
+
+    seen: dict[int, list[float]] = {}
+
+    class Norms(TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            seen[state.global_step + 1] = [
+                float(torch.linalg.vector_norm(p.grad)) for p in model.parameters() if p.grad is not None
+            ]
+
+    cb = TunetrackCallback(project="hf", name="grads", dir=root, grad_distributions=True)
+    Trainer(
+        model=build_model(tok),
+        args=_args(tmp_path / "out", max_steps=6, logging_steps=2),
+        train_dataset=build_dataset(tok),
+        callbacks=[cb, Norms()],
+    ).train()
+    run = open_run(cb.tracker.id, root)
+    (key,) = run.histograms()
+    logged = run.histograms()[key]
+    assert key == "grad_norm/parameters" and [h.step for h in logged] == [2, 4, 6]
+    for h in logged:
+        counts, edges = np.histogram(np.asarray(seen[h.step]), bins=64)
+        assert h.counts.tolist() == counts.tolist() and np.allclose(h.edges, edges, rtol=1e-6)
+    assert [s for s in run.series("loss").steps] == [2, 4, 6]  # the Trainer's rows as before
+    plain = TunetrackCallback(project="hf", name="no-grads", dir=root)
+    Trainer(
+        model=build_model(tok),
+        args=_args(tmp_path / "out2", max_steps=2, logging_steps=1),
+        train_dataset=build_dataset(tok),
+        callbacks=[plain],
+    ).train()
+    assert open_run(plain.tracker.id, root).histograms() == {}

@@ -116,3 +116,36 @@ def test_the_wandb_drop_in_records_a_histogram(tmp_path, monkeypatch):
     found = open_run("dropin", dir=tmp_path).histograms()
     assert found["h"][0].counts.tolist() == counts.tolist() and found["h"][0].edges.tolist() == edges.tolist()
     assert found["v"][0].counts.tolist() == [1.0, 2.0] and found["h"][0].step == found["v"][0].step
+
+
+def test_the_terminal_view_draws_a_histogram_key_as_its_distribution_over_the_steps(tmp_path):
+    import asyncio
+
+    from support.tui import until
+    from tunetrack.tui.app import TunetrackApp
+    from tunetrack.tui.panes.across import distribution_view
+
+    rng = np.random.default_rng(1)
+    with Tracker(dir=tmp_path, name="dist", system=False, console=False) as run:
+        for step in range(1, 31):
+            run.log({"loss": 1.0 / step, "grad/norms": Histogram(rng.normal(step / 10, 1.0, 500))}, step=step)
+
+    async def drive() -> None:
+        app = TunetrackApp(dir=tmp_path, interval=0.2)
+        async with app.run_test(size=(140, 40)) as pilot:
+            chart = app.query_one("#chart")
+            await until(pilot, lambda: chart.key == "loss" and "grad/norms" in chart._keys)
+            await pilot.press("m", *"norms", "enter")
+            await until(pilot, lambda: chart.has_class("heat"))
+            shown = str(app.query_one("#heat").render())
+            assert "the distribution of grad/norms of dist over the steps" in shown
+            view = chart._view
+            assert view.values.sum() == 30 * 500 and list(view.steps) == list(range(1, 31))
+            # the bins' middles from the top: the highest values first
+            middles = [float(k) for k in view.keys]
+            assert middles == sorted(middles, reverse=True)
+
+    asyncio.run(drive())
+    read = open_run(run.id, tmp_path)
+    view = distribution_view(read, "grad/norms", bins=10)
+    assert np.array_equal(view.values, read.distribution("grad/norms", bins=10).counts.T[::-1])

@@ -604,12 +604,17 @@ class Run:
         given); a step rewound past is gone, as its rows are."""
         return logged(self.events(histograms=True), key)
 
+    def histogram_keys(self) -> list[str]:
+        """The keys histograms were logged under, in first-logged order (their data is not decoded)."""
+        keys = (e.data.get("key") for e in self._records.events if e.kind == HISTOGRAM)
+        return list(dict.fromkeys(str(k) for k in keys))
+
     def distribution(self, key: str, bins: int = BINS) -> OverSteps:
         """One key's histograms over the steps on ``bins`` common bins: a heatmap (step × bin) or a
         ridgeline. A key with no histogram is an ``UnknownName`` naming the keys that have some."""
         found = self.histograms(key).get(key)
         if not found:
-            raise unknown("histogram", key, list(self.histograms()))
+            raise unknown("histogram", key, self.histogram_keys())
         return over_steps(found, key, bins)
 
     def checkpoints(self) -> list[Checkpoint]:

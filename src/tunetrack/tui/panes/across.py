@@ -20,6 +20,15 @@ from ..palette import heat_colour, hex_colour, line_colour
 from .plotting import Line, step_label
 
 
+def distribution_view(run: Run, key: str, bins: int) -> Across:
+    """``run``'s histograms of ``key`` over the steps as a matrix a heatmap draws: a row per bin (the
+    highest values on top, each labelled by its bin's middle), a column per step, the counts."""
+    found = run.distribution(key, bins=max(bins, 2))
+    middles = (found.edges[:-1] + found.edges[1:]) / 2
+    labels = [number(float(m)) for m in middles[::-1]]
+    return Across(key, labels, found.steps, found.counts.T[::-1])
+
+
 def band_lines(run: Run, keys: list[str], palette: str) -> list[Line]:
     """The band across ``keys`` of ``run``: a line per percentile (``reader.across.BAND``)."""
     view = run.across(keys)

@@ -36,8 +36,8 @@ from ...reader.as_text import number
 from ..model import Model
 from ..palette import hex_colour
 from . import Pane
-from .across import band_lines, heat, heat_text
-from .plotting import Line, keys_of, lines, step_label, step_ticks, thinned
+from .across import band_lines, distribution_view, heat, heat_text
+from .plotting import Line, histogram_keys_of, keys_of, lines, step_label, step_ticks, thinned
 
 #: a zoom step: the span shown is halved (or doubled)
 ZOOM = 2.0
@@ -106,6 +106,7 @@ class Chart(Pane):
         self.mode = "line"
         self.listed: list[str] = []  # the keys the search lists
         self._view: Across | None = None  # the matrix a heatmap draws
+        self._histogram_keys: list[str] = []  # the picked runs' keys of histograms
         self._model: Model | None = None
         self._keys: list[str] = []
         self._lines: list[Line] = []
@@ -127,7 +128,10 @@ class Chart(Pane):
     def show(self, model: Model) -> None:
         self._model = model
         runs = model.picked_runs()
-        keys = keys_of(runs)
+        self._histogram_keys = histogram_keys_of(runs)
+        metric_keys = keys_of(runs)
+        known = set(metric_keys)
+        keys = [*metric_keys, *(k for k in self._histogram_keys if k not in known)]
         if keys != self._keys:
             self._keys = keys
             self._list_keys()
@@ -151,7 +155,11 @@ class Chart(Pane):
         self._draw()
 
     def _read(self, runs: list[Run]) -> tuple[list[Line], Across | None]:
-        """What the mode draws: the picked runs' key, or the first picked run's listed keys."""
+        """What the mode draws: the picked runs' key (a histogram key: the first picked run's
+        distribution over the steps, drawn as a heatmap), or the first picked run's listed keys."""
+        if self.mode == "line" and self.key in self._histogram_keys:
+            run = next((r for r in runs if self.key in r.histogram_keys()), None)
+            return [], (distribution_view(run, self.key, self._heat_lines()) if run is not None else None)
         if self.mode == "line" or not runs or not self.listed:
             return lines(self._model, self.key, self.palette) if self._model else [], None
         if self.mode == "band":
@@ -177,8 +185,9 @@ class Chart(Pane):
             options.highlighted = shown.index(self.key)
 
     def _draw(self) -> None:
-        self.set_class(self.mode == "heat", "heat")
-        if self.mode == "heat":
+        heat_map = self.mode == "heat" or (self.mode == "line" and self.key in self._histogram_keys)
+        self.set_class(heat_map, "heat")
+        if heat_map:
             self._draw_heat()
             return
         plot = self.query_one(Plot)
@@ -216,14 +225,27 @@ class Chart(Pane):
         if self._view is None:
             box.update("pick a run with space, and list keys with m")
             return
-        area = box.parent.size if isinstance(box.parent, Widget) else box.size  # laid out before the box
-        width, height = max(area.width, 40), max(area.height - 2, 4)
+        width = max(self._heat_area().width, 40)
         label_width = min(max(len(k) for k in self._view.keys) + 4, 28, width // 3)
-        found = heat(self._view, width - label_width - 1, height - 3, self.window)
+        found = heat(self._view, width - label_width - 1, self._heat_lines(), self.window)
         runs = self._model.picked_runs() if self._model else []
-        title = Text(f"{len(self._view.keys):,} keys of {runs[0].name if runs else ''}\n", style="bold")
+        who = runs[0].name if runs else ""
+        title = (
+            Text(f"the distribution of {self.key} of {who} over the steps (rows: values)\n", style="bold")
+            if self.mode == "line"
+            else Text(f"{len(self._view.keys):,} keys of {who}\n", style="bold")
+        )
         box.update(title + heat_text(found, label_width, self.app.current_theme.dark))
         self.query_one("#readout", Static).update("")
+
+    def _heat_area(self) -> Any:
+        """The space a heatmap has: the plot's (laid out before the heatmap's box is shown)."""
+        box = self.query_one("#heat", Static)
+        return box.parent.size if isinstance(box.parent, Widget) else box.size
+
+    def _heat_lines(self) -> int:
+        """The rows of cells a heatmap has room for (its title, the steps and the legend below)."""
+        return max(self._heat_area().height - 5, 2)
 
     def readout(self) -> Text:
         """What the crosshair reads (each run's value at its step), else each run's last value."""

@@ -87,6 +87,11 @@ def step_label(step: int) -> str:
     return f"{step / 1e3:g}k" if step >= 10_000 else str(step)
 
 
+def histogram_keys_of(runs: list[Run]) -> list[str]:
+    """Every key the runs logged histograms under (``tunetrack.Histogram``), in natural order."""
+    return sorted({k for run in runs for k in run.histogram_keys()}, key=natural)
+
+
 def keys_of(runs: list[Run]) -> list[str]:
     """Every key the runs logged, the losses first."""
     seen = dict.fromkeys(k for run in runs for k in run.keys())

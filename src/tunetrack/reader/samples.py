@@ -29,6 +29,8 @@ BOOL = "bool"
 TEXT = "text"
 CHAT = "chat"
 IMAGE = "image"
+#: a list of numbers or of strings per row (a completion's tokens, a value per token)
+SEQUENCE = "sequence"
 MIXED = "mixed"
 
 _TYPES = {
@@ -38,6 +40,7 @@ _TYPES = {
     codec.TEXT: TEXT,
     codec.CHAT: CHAT,
     codec.IMAGE: IMAGE,
+    codec.SEQUENCE: SEQUENCE,
 }
 #: the columns that hold a row's prompt, in the order they are looked for
 PROMPT_COLUMNS = ("prompt", "query", "question", "input", "instruction")
@@ -118,6 +121,8 @@ def _type_of(value: Any) -> str:
         return NUMBER
     if is_chat(value):
         return CHAT
+    if isinstance(value, list):
+        return SEQUENCE
     return TEXT
 
 
@@ -154,6 +159,46 @@ def step_of(steps: list[int], step: int | str | None) -> int | None:
     return chosen
 
 
+def message_text(message: dict[str, Any]) -> str:
+    """One turn of a conversation as a line: ``role: content``, the tools it calls (``→ calc(...)``)
+    and its reward where the turn has one (an agent's trajectory: ``[reward 1.0]``)."""
+    text = f"{message.get('role')}: {cell_text(message.get('content'))}"
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", call) if isinstance(call, dict) else {}
+        text += f" → {function.get('name')}({cell_text(function.get('arguments'))})"
+    if is_number(message.get("reward")):
+        text += f"  [reward {message['reward']}]"
+    return text
+
+
+# -- values per token --------------------------------------------------------------------------------
+@dataclass
+class Tokens:
+    """A row's tokens and the values logged per token beside them (``{"logprob": [...], ...}``), each
+    as long as ``tokens``: what a view colours a completion's text by."""
+
+    column: str
+    tokens: list[str]
+    values: dict[str, list[float]]
+
+
+def tokens_of(row: dict[str, Any]) -> Tokens | None:
+    """The row's tokens (a column of strings, the first whose name says ``token``, else the first) and
+    every column of numbers as long as them; None when the row has no tokens with a value per token."""
+    lists = {k: v for k, v in row.items() if isinstance(v, list) and v}
+    words = [k for k, v in lists.items() if all(isinstance(x, str) for x in v)]
+    if not words:
+        return None
+    column = next((k for k in words if "token" in k.lower()), words[0])
+    tokens = lists[column]
+    values = {
+        k: [float(x) for x in v]
+        for k, v in lists.items()
+        if len(v) == len(tokens) and all(is_number(x) for x in v)
+    }
+    return Tokens(column, tokens, values) if values else None
+
+
 # -- the text of a cell, for matching and for terminals ----------------------------------------------
 def cell_text(value: Any) -> str:
     """A cell as text: a conversation as ``role: content`` lines, numbers as Python writes them."""
@@ -162,7 +207,7 @@ def cell_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if is_chat(value):
-        return "\n".join(f"{m.get('role')}: {cell_text(m.get('content'))}" for m in value)
+        return "\n".join(message_text(m) for m in value)
     if isinstance(value, (list, dict)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..store.codec import BOOL, CHAT, FLOAT, IMAGE, INT, OBJECT, TEXT
+from ..store.codec import BOOL, CHAT, FLOAT, IMAGE, INT, OBJECT, SEQUENCE, TEXT
 from ..values import DROP, is_chat, to_plain
 from .images import safe_name
 
@@ -122,7 +122,7 @@ def _typed(values: list[Any], out: Converted) -> tuple[str, list[tuple[str, Any]
         return TEXT, cells
     if len(kinds) == 1:
         (kind,) = kinds
-        if kind in (TEXT, CHAT, IMAGE) or not has_none:
+        if kind in (TEXT, CHAT, IMAGE, SEQUENCE) or not has_none:
             return kind, cells
     elif kinds == {INT, FLOAT} and not has_none and all(abs(v) <= _EXACT for k, v in cells if k == INT):
         return FLOAT, cells
@@ -151,6 +151,10 @@ def _cell(value: Any, out: Converted) -> tuple[str, Any]:
         items = value.tolist() if _is_array(value) else list(value)
         if is_chat(items):
             return CHAT, [_message(m) for m in items]
+        if items and all(type(v) in (int, float) for v in items):
+            return SEQUENCE, [float(v) for v in items]  # a value per token, say
+        if items and all(type(v) is str for v in items):
+            return SEQUENCE, items  # tokens
         return TEXT, _json(items)
     if isinstance(value, Mapping):
         return TEXT, _json(value)
@@ -170,7 +174,7 @@ def _as(kind: str, cell_kind: str, value: Any, out: Converted) -> Any:
         return [
             {**m, "content": _bounded(m["content"], out)} if type(m["content"]) is str else m for m in value
         ]
-    if kind == OBJECT and cell_kind == CHAT:
+    if kind == OBJECT and cell_kind in (CHAT, SEQUENCE):
         return _bounded(_json(value), out)
     if kind == OBJECT and cell_kind == IMAGE:
         out.problems["images"] = "images beside other values in one column: stored as their description"

@@ -44,6 +44,9 @@ BODY_STRINGS = "d"
 TEXT = "t"
 CHAT = "m"
 IMAGE = "p"
+#: a list of numbers or of strings per cell, stored as it is: a completion's tokens and a value per
+#: token (log-probability, entropy, advantage), aligned by position
+SEQUENCE = "q"
 
 #: strings this long or longer are stored once per process and then referred to by id
 SHARED_TEXT = 64
@@ -95,7 +98,8 @@ def encode_table(
     shared: SharedStrings,
 ) -> dict[str, Any]:
     """A ``TABLE`` record of typed columns ``(name, column kind, values)``, as the writer converted them
-    (plain values only: numbers, bools, strings, None, and for chat columns lists of message dicts)."""
+    (plain values only: numbers, bools, strings, None, for chat columns lists of message dicts, and
+    for sequence columns lists of numbers or of strings)."""
     first = shared.next_id
     new: list[str] = []
     data: list[Any] = []

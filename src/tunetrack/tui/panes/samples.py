@@ -22,18 +22,21 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from ...reader import Run
-from ...reader.as_text import COMPLETIONS_OFF, sample_cell, sample_columns, short
+from ...reader.as_text import COMPLETIONS_OFF, number, sample_cell, sample_columns, short
 from ...reader.samples import (
     IMAGE,
     NUMBER,
+    Tokens,
     cell_text,
     merge_columns,
     prompt_of,
     select,
     steps_of,
+    tokens_of,
     visible,
 )
 from ..model import Model
+from ..palette import heat_colour, hex_colour
 from . import Pane
 
 #: how a run with no samples is told to log them
@@ -71,12 +74,14 @@ class Samples(Pane):
         Binding("O", "sort(-1)", show=False),
         Binding("p", "pin", "pin prompt"),
         Binding("n", "next_key", "table", show=False),
+        Binding("v", "by", "colour by", show=False),
     ]
 
     def __init__(self, palette: str = "tableau", **kwargs: Any) -> None:
         super().__init__(palette, **kwargs)
         self.run_id: str | None = None
         self.key: str | None = None  # the table of samples shown
+        self.by: str | None = None  # the value per token the tokens are coloured by
         self.steps: list[int] = []  # its steps with samples
         self.step: int | None = None  # the step shown (None: follow the last)
         self.sort: str | None = None  # a column, as ``select`` takes it
@@ -218,11 +223,54 @@ class Samples(Pane):
             return
         text = Text()
         text.append(f"step {sample['step']}, row {sample['index']}\n", style="dim")
+        found = tokens_of(sample["row"])
+        if found is not None:
+            text.append_text(self._coloured(found))
         for name, kind in self.shown.columns.items():
             value = sample["row"].get(name)
             text.append(f"{visible(name)}: ", style="bold")
             text.append(visible(sample_cell(value, kind) if kind == IMAGE else cell_text(value)) + "\n")
         detail.update(text)
+
+    def _coloured(self, found: Tokens) -> Text:
+        """The tokens as one text, each coloured by its value of the chosen column (``v`` goes through
+        them) on the heat scale from the row's lowest to its highest, with the scale's ends."""
+        names = list(found.values)
+        name = self.by if self.by in names else names[0]
+        values = found.values[name]
+        finite = [v for v in values if v == v and abs(v) != float("inf")]
+        low, high = (min(finite), max(finite)) if finite else (0.0, 1.0)
+        span = (high - low) or 1.0
+        dark = self.app.current_theme.dark
+        out = Text()
+        out.append(f"{visible(found.column)} by {visible(name)}", style="bold")
+        out.append(f"  {number(low)} ")
+        for i in range(12):
+            out.append("█", style=hex_colour(heat_colour(i / 11, dark)))
+        out.append(f" {number(high)}" + ("  (v: another)" if len(names) > 1 else "") + "\n")
+        for token, value in zip(found.tokens, values, strict=True):
+            if value != value:  # NaN: no value for this token
+                out.append(visible(token))
+                continue
+            r, g, b = heat_colour((value - low) / span, dark)
+            ink = "black" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "white"  # readable on its cell
+            out.append(visible(token), style=f"{ink} on {hex_colour((r, g, b))}")
+        out.append("\n")
+        return out
+
+    def action_by(self) -> None:
+        """``v``: colour the tokens by the next of the row's values per token."""
+        sample = self.current()
+        found = tokens_of(sample["row"]) if sample is not None else None
+        if found is None:
+            return
+        names = list(found.values)
+        self.by = (
+            names[(names.index(self.by) + 1) % len(names)]
+            if self.by in names
+            else names[min(1, len(names) - 1)]
+        )
+        self._detail()
 
     def current(self) -> dict[str, Any] | None:
         """The sample under the table's cursor."""

@@ -122,15 +122,15 @@ function drawHeat(fam, data) {
     ctx.fillRect(x0, y0, Math.floor((c + 1) * cw) - x0, Math.floor((r + 1) * rh) - y0);
   }));
   const most = Math.max(...heat.rows.map(([, n]) => n));
-  fam.heatBox.querySelector(".heat-title").textContent =
-    `${plural(keys, "key")} × step${most > 1 ? `: a row, the max of ${plural(most, "key")}` : ""}; a cell, the mean over its steps`;
+  fam.heatBox.querySelector(".heat-title").textContent = `${plural(keys, "key")} × step`;
   canvas.setAttribute("aria-label", `heatmap of ${plural(keys, "key")} by step, from ${fmtNum(heat.low)} to ${fmtNum(heat.high)}`);
   canvas.dataset.rows = String(rows);
   canvas.dataset.cols = String(cols);
   const first = heat.starts[0], last = heat.starts[cols - 1];
   fam.steps.replaceChildren(el("span", cols ? `step ${first}` : "no steps"),
                             el("span", `rows from ${data.first} to ${data.last}`, "muted"), el("span", cols > 1 ? `step ${last}` : ""));
-  drawLegend(fam.legend, heat.low, heat.high);
+  drawLegend(fam.legend, heat.low, heat.high,
+             `${most > 1 ? `a row: the max of ${plural(most, "key")}; ` : ""}a cell: the mean over its steps`);
   canvas.onmousemove = e => {
     const box = canvas.getBoundingClientRect();
     const r = Math.min(rows - 1, Math.floor((e.clientY - box.top) / box.height * rows));
@@ -144,7 +144,7 @@ function drawHeat(fam, data) {
   canvas.onmouseleave = () => { fam.readout.textContent = ""; };
 }
 // The colour scale, its lowest and highest value at its ends.
-function drawLegend(box, low, high) {
+function drawLegend(box, low, high, note) {
   const scale = el("canvas", null, "heat-scale");
   scale.width = 160;
   scale.height = 10;
@@ -153,5 +153,5 @@ function drawLegend(box, low, high) {
     ctx.fillStyle = viridis(x / (scale.width - 1));
     ctx.fillRect(x, 0, 1, scale.height);
   }
-  box.replaceChildren(el("span", fmtNum(low)), scale, el("span", fmtNum(high)));
+  box.replaceChildren(el("span", fmtNum(low)), scale, el("span", fmtNum(high)), el("span", note, "muted heat-note"));
 }

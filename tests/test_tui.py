@@ -508,8 +508,7 @@ def test_the_band_and_the_heatmap_across_the_listed_keys(tmp_path):
     import numpy as np
 
     from tunetrack.reader import open_run
-    from tunetrack.reader.across import BAND
-    from tunetrack.tui.panes.across import heat
+    from tunetrack.reader.across import BAND, heat
 
     def value(layer: int, expert: int, step: int) -> float:
         return float((layer * 7 + expert * 3 + step) % 11) + (

@@ -18,14 +18,15 @@ from rich.text import Text
 from .. import metric_keys
 from ..config import MISSING
 from ..reader import Run
-from ..reader.across import families
 from ..reader.as_text import (
+    SUMMARY_SHOWN,
     checkpoint_keys,
     config_text,
     config_texts,
     duration,
     event_text,
     facts,
+    folded_summary,
     human_bytes,
     key_config,
     last_lines,
@@ -34,7 +35,6 @@ from ..reader.as_text import (
     sample_columns,
     short,
     state,
-    summary_rows,
     when,
 )
 from ..reader.checkpoints import Checkpoint, suite_keys
@@ -165,50 +165,24 @@ def config_table(run: Run, full: bool = True) -> Table | None:
     return table
 
 
-#: past this many keys, ``tunetrack show`` folds the families of keys (``reader.across.families``)
-SUMMARY_SHOWN = 40
-
-
 def summary_table(summary: dict[str, dict[str, Any]], full: bool = True) -> Table | None:
     """The summary, a row per key; without ``full``, a run of more than ``SUMMARY_SHOWN`` keys (a
     mixture-of-experts run's 10,000) gets a row per family of keys instead of one per key: its glob,
-    the median of the keys' last values, the least of their minima and the most of their maxima."""
+    the median of the keys' last values, the least of their minima and the most of their maxima
+    (``reader.as_text.folded_summary``)."""
     if not summary:
         return None
     table = _section("summary", "key")
     for col in ("last", "min", "max", "step", "count"):
         table.add_column(col, justify="right")
-    groups = families(list(summary)) if not full and len(summary) > SUMMARY_SHOWN else {}
-    first = {members[0]: name for name, members in groups.items()}
-    folded = {key for members in groups.values() for key in members}
+    rows, groups = folded_summary(summary, len(summary) if full else SUMMARY_SHOWN)
     if groups:
         named = "1 family" if len(groups) == 1 else f"{len(groups)} families"
-        _caption(table, f"{len(folded):,} keys as {named}, their numbers as * (--full: each)")
-    for key, *cells in summary_rows({k: v for k, v in summary.items() if k not in folded or k in first}):
-        if key in first:
-            name = first[key]
-            table.add_row(Text(name, style="italic"), *family_cells([summary[k] for k in groups[name]]))
-        else:
-            table.add_row(Text(key), *cells)
+        folded = sum(len(members) for members in groups.values())
+        _caption(table, f"{folded:,} keys as {named}, their numbers as * (--full: each)")
+    for (key, *cells), is_family in rows:
+        table.add_row(Text(key, style="italic" if is_family else ""), *cells)
     return table
-
-
-def family_cells(members: list[dict[str, Any]]) -> list[str]:
-    """A family's row: the median of its keys' last values, the least minimum, the most maximum, the
-    last step, how many keys."""
-    import numpy as np
-
-    def values(field: str) -> list[float]:
-        return [float(m[field]) for m in members if is_number(m.get(field))]
-
-    lasts, mins, maxes, steps = values("last"), values("min"), values("max"), values("step")
-    return [
-        "median " + number(float(np.median(lasts))) if lasts else number(None),
-        number(min(mins)) if mins else number(None),
-        number(max(maxes)) if maxes else number(None),
-        number(int(max(steps))) if steps else number(None),
-        f"{len(members):,} keys",
-    ]
 
 
 def events_table(events: list[dict[str, Any]], last: int | None = None) -> Table | None:

@@ -16,6 +16,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ..store import codec
+from .downsample import m4
 from .names import unknown
 from .series import numeric_values, series
 
@@ -75,6 +76,58 @@ class Across:
         if found is None:
             return {name: np.full(len(self.steps), np.nan) for name, _ in BAND}
         return {name: found[i] for i, (name, _) in enumerate(BAND)}
+
+
+def band_points(steps: np.ndarray, band: dict[str, np.ndarray], width: int) -> np.ndarray:
+    """Indices (ascending) of the steps a band chart ``width`` pixels wide draws: all of them up to
+    about ``width``; past that, ``m4``'s of the max line and of the p5 line over ``width // 6`` buckets
+    each (a bucket's first and last step, and the steps of each line's least and most value): about
+    ``width`` steps, with the run's highest max and lowest p5 among them."""
+    import numpy as np
+
+    if len(steps) <= width:
+        return np.arange(len(steps))
+    buckets = max(width // 6, 1)
+    return np.union1d(m4(steps, band["max"], buckets), m4(steps, band["p5"], buckets))
+
+
+@dataclass
+class Heat:
+    """A heatmap of key × step fitted to a screen: ``grid[r, c]`` is the max over the keys of row ``r``
+    (``rows[r]``: their first and how many) of their mean over the steps of column ``c``."""
+
+    rows: list[tuple[str, int]]
+    starts: np.ndarray  # each column's first step
+    grid: np.ndarray
+    low: float
+    high: float
+
+
+def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | None = None) -> Heat:
+    """``view`` in at most ``columns`` × ``lines`` cells (the terminal's heatmap, the dashboard's):
+    neighbouring keys (in natural order) share a row, their max shown (the hottest expert of the run
+    stands out); neighbouring steps share a column, their mean shown. ``window``: the steps shown."""
+    import numpy as np
+
+    values, steps = view.values, view.steps
+    if window is not None:
+        keep = (steps >= window[0]) & (steps <= window[1])
+        values, steps = values[:, keep], steps[keep]
+    per_row = -(-len(view.keys) // max(lines, 1))
+    row_starts = np.arange(0, len(view.keys), per_row)
+    col_starts = np.unique(
+        np.linspace(0, len(steps), max(min(columns, len(steps)), 1), endpoint=False).astype(int)
+    )
+    finite = np.isfinite(values)
+    sums = np.add.reduceat(np.where(finite, values, 0.0), col_starts, axis=1) if len(steps) else values
+    counts = np.add.reduceat(finite, col_starts, axis=1) if len(steps) else values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    grid = np.fmax.reduceat(means, row_starts, axis=0) if means.size else means
+    shown = grid[np.isfinite(grid)]
+    low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
+    rows = [(view.keys[i], int(min(per_row, len(view.keys) - i))) for i in row_starts.tolist()]
+    return Heat(rows, steps[col_starts] if len(steps) else steps, grid, low, high)
 
 
 def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str]) -> Across:

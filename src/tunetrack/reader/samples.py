@@ -14,7 +14,7 @@ import difflib
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
@@ -159,7 +159,7 @@ def step_of(steps: list[int], step: int | str | None) -> int | None:
     return chosen
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
     """One turn of a conversation as a line: ``role: content``, the tools it calls (``→ calc(...)``)
     and its reward where the turn has one (an agent's trajectory: ``[reward 1.0]``)."""
     text = f"{message.get('role')}: {cell_text(message.get('content'))}"

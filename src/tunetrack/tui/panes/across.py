@@ -3,18 +3,16 @@ each step as lines the chart draws like any, and the heatmap of key × step fitt
 
 A mixture-of-experts run logs a load per layer per expert (10,240 keys); one line per key would be
 unreadable and a chart per key unusable. The band says how spread the keys are at each step, and its
-max line shows the one expert that runs hot; the heatmap shows which one, and when.
+max line shows the one expert that runs hot; the heatmap shows which one, and when. The heatmap's
+cells are ``reader.across.heat``'s, which the dashboard's heatmap fits to its canvas too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 from rich.text import Text
 
 from ...reader import Run
-from ...reader.across import BAND, Across
+from ...reader.across import BAND, Across, Heat
 from ...reader.as_text import number
 from ..palette import heat_colour, hex_colour, line_colour
 from .plotting import Line, step_label
@@ -37,43 +35,6 @@ def band_lines(run: Run, keys: list[str], palette: str) -> list[Line]:
     return [
         Line(run.id, name, line_colour(palette, i), steps, band[name]) for i, (name, _) in enumerate(BAND)
     ]
-
-
-@dataclass
-class Heat:
-    """A heatmap of key × step fitted to a screen: ``grid[r, c]`` is the max over the keys of row ``r``
-    (``rows[r]``: their first and how many) of their mean over the steps of column ``c``."""
-
-    rows: list[tuple[str, int]]
-    starts: np.ndarray  # each column's first step
-    grid: np.ndarray
-    low: float
-    high: float
-
-
-def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | None) -> Heat:
-    """``view`` in at most ``columns`` × ``lines`` cells: neighbouring keys (in natural order) share a
-    row, their max shown (the hottest expert of the run stands out); neighbouring steps share a column,
-    their mean shown."""
-    values, steps = view.values, view.steps
-    if window is not None:
-        keep = (steps >= window[0]) & (steps <= window[1])
-        values, steps = values[:, keep], steps[keep]
-    per_row = -(-len(view.keys) // max(lines, 1))
-    row_starts = np.arange(0, len(view.keys), per_row)
-    col_starts = np.unique(
-        np.linspace(0, len(steps), max(min(columns, len(steps)), 1), endpoint=False).astype(int)
-    )
-    finite = np.isfinite(values)
-    sums = np.add.reduceat(np.where(finite, values, 0.0), col_starts, axis=1) if len(steps) else values
-    counts = np.add.reduceat(finite, col_starts, axis=1) if len(steps) else values
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    grid = np.fmax.reduceat(means, row_starts, axis=0) if means.size else means
-    shown = grid[np.isfinite(grid)]
-    low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
-    rows = [(view.keys[i], int(min(per_row, len(view.keys) - i))) for i in row_starts.tolist()]
-    return Heat(rows, steps[col_starts] if len(steps) else steps, grid, low, high)
 
 
 def heat_text(found: Heat, label_width: int, dark: bool) -> Text:

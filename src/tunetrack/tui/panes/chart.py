@@ -31,12 +31,12 @@ from textual.widgets.option_list import Option
 from textual_plotext import PlotextPlot
 
 from ...reader import Run
-from ...reader.across import Across
+from ...reader.across import Across, heat
 from ...reader.as_text import number
 from ..model import Model
 from ..palette import hex_colour
 from . import Pane
-from .across import band_lines, distribution_view, heat, heat_text
+from .across import band_lines, distribution_view, heat_text
 from .plotting import Line, histogram_keys_of, keys_of, lines, step_label, step_ticks, thinned
 
 #: a zoom step: the span shown is halved (or doubled)

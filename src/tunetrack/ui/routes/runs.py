@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 from collections import OrderedDict
@@ -16,6 +17,7 @@ from ... import aggregates
 from ...errors import TunetrackError, one_line
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
+from ...reader.across import band_points, heat
 from ...reader.as_text import config_text
 from ...reader.where import grep_error
 from .deps import CatalogDep, open_or_404
@@ -293,6 +295,56 @@ def many(
             entry["error"] = f"no system metric {k!r} on {n!r}"
         out.append(entry)
     return {"series": out}
+
+
+@router.get(
+    "/api/runs/{run_id}/across",
+    summary="A family of keys (a glob) as one chart: the band of their percentiles and a heatmap of key x step",
+    description="What the run page draws for the keys a glob names (``moe/layer*/expert*/load``) instead "
+    "of a chart per key: ``band``, p5, p50, p95 and max at each of ``steps`` (every step up to about "
+    "``width``, past that M4's of the max and p5 lines); ``heat``, the key x step matrix fitted to "
+    "``rows`` x ``width`` cells (a row: the max of its neighbouring keys; a cell: the mean over its "
+    "steps). A glob that names no key is a 404 naming the closest keys.",
+)
+def across_view(
+    run_id: str,
+    catalog: CatalogDep,
+    pattern: Annotated[str, Query(min_length=1, description="a glob of metric keys, or one key")],
+    width: Annotated[int, Query(ge=8, le=10_000, description="the chart's width in pixels")] = 600,
+    rows: Annotated[int, Query(ge=1, le=2_000, description="the heatmap's rows at most")] = 64,
+) -> dict[str, Any]:
+    """``keys`` (how many), ``first`` and ``last`` (in natural order), ``steps``, ``band`` (a list per
+    line, null where no key has a number), ``heat``: ``rows`` ([first key, how many keys] each),
+    ``starts`` (each column's first step), ``values`` (a list per row, null for no number), ``low``
+    and ``high``."""
+    r = open_or_404(catalog, run_id)
+    try:
+        view = r.across(pattern)
+    except TunetrackError as exc:
+        raise HTTPException(404, one_line(exc)) from None
+    band = view.band()
+    at = band_points(view.steps, band, width)
+    found = heat(view, width, rows)
+    return {
+        "pattern": pattern,
+        "keys": len(view.keys),
+        "first": view.keys[0],
+        "last": view.keys[-1],
+        "steps": view.steps[at].tolist(),
+        "band": {name: _finite(line[at]) for name, line in band.items()},
+        "heat": {
+            "rows": [[first, count] for first, count in found.rows],
+            "starts": found.starts.tolist(),
+            "values": [_finite(row) for row in found.grid],
+            "low": found.low,
+            "high": found.high,
+        },
+    }
+
+
+def _finite(values: Any) -> list[float | None]:
+    """Numbers as JSON lists, NaN and ±Inf as None (a gap, a cell with no number)."""
+    return [v if math.isfinite(v) else None for v in values.tolist()]
 
 
 def _all_keys(catalog: Catalog, run_id: str) -> list[tuple[str, str]]:

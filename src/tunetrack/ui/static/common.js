@@ -91,8 +91,11 @@ export function align(lines) { return uPlot.join(lines); }
 // shows its nearest point's value and where that point is.
 // `bands`: each name is a group drawn as three series, its mean, high and low (data: [xs, mean, high,
 // low of each group]); the mean is a line, the high and low bound a band of its colour (uPlot bands).
+// `styles`: each name's line where not the palette's ({stroke, width, dash}); `fills`: [upper, lower,
+// colour] of two names (their places in `names`) to fill between (a family's p5 to p95).
 export function lineChart(div, data, range, { title, x, names, log = false, legend = true, markers = () => [],
-                                             onZoom = () => {}, onPick = () => {}, bands = false, colors = null, unit = "" }) {
+                                             onZoom = () => {}, onPick = () => {}, bands = false, colors = null, unit = "",
+                                             styles = [], fills = [] }) {
   const color = i => (colors ? colors[i] : i);
   const value = (u, v, seriesIdx, idx) => {
     if (v == null) return "--";
@@ -107,13 +110,17 @@ export function lineChart(div, data, range, { title, x, names, log = false, lege
   const edge = (label, i) => ({ label, stroke: lineColor(color(i), 0.35), width: 1, points: { show: false }, value });
   const series = bands
     ? names.flatMap((label, i) => [{ ...line(label, i), width: 1.5 }, edge(`${label} high`, i), edge(`${label} low`, i)])
-    : names.map(line);
+    : names.map((label, i) => {
+      const own = styles[i] || {};
+      return { ...line(label, i), ...own, ...(own.stroke && !own.points ? { points: { filter: isolated, fill: own.stroke } } : {}) };
+    });
   const chart = new uPlot({
     title, width: div.clientWidth, height: CHART_HEIGHT, legend: { show: legend },
     // a log scale spans the data (uPlot's own reaches out to whole powers of ten: 0.6 to 1.2 drawn over 0.1 to 10)
     scales: { x: { time: x === "time" }, y: log ? { distr: 3, range: logRange } : { distr: 1 } },
     series: [{ label: x }, ...series],
-    bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(color(i), 0.16) })) : [],
+    bands: bands ? names.map((_, i) => ({ series: [2 + 3 * i, 3 + 3 * i], fill: lineColor(color(i), 0.16) }))
+      : fills.map(([upper, lower, fill]) => ({ series: [1 + upper, 1 + lower], fill })),
     axes: [x === "step" ? { incrs: STEP_INCRS } : {}, { values: unit ? unitTicks(unit, log) : log ? logTicks : linearTicks, size: yAxisSize }],
     cursor: { drag: { x: true, y: false } },
     hooks: {

@@ -1,12 +1,15 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
+import { addFamily, drawFamily, families, family, loadFamily, setCount } from "./many.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
 const chartsLoading = chartsReady();
 chartsLoading.catch(() => {});  // reported where the charts would be
 const runId = decodeURIComponent(location.pathname.split("/").pop());
-const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape}
+const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape, seen}
+// A family of keys (many.js: `moe/layer*/expert*/load`) is one card, not a chart per key.
+const fams = new Map();  // glob -> {glob, keys, card, ..., data, seen}
 let run = null;
 // Whether this server changes nothing (`tunetrack ui --read-only`): then no Stop button. Asked at once,
 // beside the run; until the answer, nothing is offered that the server might refuse.
@@ -24,15 +27,18 @@ function optsFromUrl() {
   const q = new URLSearchParams(location.search);
   if (["step", "time", "relative"].includes(q.get("x"))) document.getElementById("xaxis").value = q.get("x");
   document.getElementById("logy").checked = q.get("log") === "1";
+  document.getElementById("chartsearch").value = q.get("keys") ?? "";
   const smooth = Number(q.get("smooth"));
   if (smooth > 0 && smooth < 1) document.getElementById("smooth").value = String(smooth);
 }
 function optsToUrl() {
   const o = opts(), q = new URLSearchParams(location.search);
-  for (const k of ["x", "log", "smooth"]) q.delete(k);
+  for (const k of ["x", "log", "smooth", "keys"]) q.delete(k);
   if (o.x !== "step") q.set("x", o.x);
   if (o.log) q.set("log", "1");
   if (o.smooth) q.set("smooth", String(o.smooth));
+  const keys = document.getElementById("chartsearch").value;
+  if (keys) q.set("keys", keys);
   history.replaceState(null, "", `${location.pathname}${q.size ? `?${q}` : ""}${location.hash}`);
 }
 optsFromUrl();
@@ -169,13 +175,79 @@ function addChart(container, key, node) {
 }
 function addCharts(meta) {
   const added = [];
-  for (const key of meta.keys) if (!charts.has(key)) added.push(addChart(document.getElementById("charts"), key, null));
+  // a key charted on its own before its family had four keys (a live run) stays on its own chart
+  const grouped = families(meta.keys.filter(k => !charts.has(k) || fams.has(family(k))));
+  for (const key of meta.keys) {
+    const glob = grouped.has(family(key)) ? family(key) : null;
+    if (glob && !fams.has(glob)) {
+      const fam = addFamily(document.getElementById("charts"), glob, grouped.get(glob));
+      fams.set(glob, fam);
+      whenSeen(fam.card, fam);
+    } else if (glob && fams.get(glob).keys.length !== grouped.get(glob).length) setCount(fams.get(glob), grouped.get(glob));
+    else if (!glob && !charts.has(key)) added.push(addChart(document.getElementById("charts"), key, null));
+  }
   for (const node of meta.nodes) {
     for (const key of meta.system_keys) {
       if (!charts.has(chartId(key, node))) added.push(addChart(document.getElementById("system"), key, node));
     }
   }
+  for (const chart of added) whenSeen(chart.div, chart);
+  filterCharts();
   return added;
+}
+// Charts and family cards are fetched and drawn once they come near the screen (a viewport's height
+// ahead): a run of 10,000 keys asks for what is looked at. Those that come into view together are
+// fetched together: every chart in one request, each family card in one.
+const owners = new WeakMap();  // a card's node -> its chart or family
+const due = new Set();
+let dueTimer = 0;
+const near = new IntersectionObserver(entries => {
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    near.unobserve(entry.target);
+    due.add(owners.get(entry.target));
+  }
+  if (due.size) { clearTimeout(dueTimer); dueTimer = setTimeout(drawDue, 20); }
+}, { rootMargin: "100% 0px" });
+function whenSeen(node, owner) {
+  owners.set(node, owner);
+  near.observe(node);
+}
+function drawDue() {
+  const list = [...due];
+  due.clear();
+  const shown = list.filter(c => !c.glob);
+  for (const c of shown) { c.seen = true; draw(c); }  // axes, title and legend while the server reads
+  if (shown.length) load(shown);
+  for (const fam of list.filter(c => c.glob)) { fam.seen = true; loadFamily(runId, fam, opts().log); }
+}
+// The search over the charts: a regular expression (any case) over the keys; a family is kept when its
+// glob or one of its keys matches. Nothing is fetched: a chart brought into view by it is drawn as any.
+function filterCharts() {
+  const box = document.getElementById("chartsearch"), error = document.getElementById("chartsearch-error");
+  let re = null;
+  try {
+    re = box.value ? new RegExp(box.value, "i") : null;
+  } catch (e) {
+    error.textContent = e.message;  // "Invalid regular expression: /(/i: Unterminated group"
+    box.setAttribute("aria-invalid", "true");
+    return;
+  }
+  error.textContent = "";
+  box.removeAttribute("aria-invalid");
+  let shown = 0, all = 0;
+  for (const c of charts.values()) {
+    const keep = !re || re.test(c.key) || (c.node !== null && re.test(c.title));
+    c.div.classList.toggle("filtered", !keep);
+    all++; shown += keep;
+  }
+  for (const fam of fams.values()) {
+    const keep = !re || re.test(fam.glob) || fam.keys.some(k => re.test(k));
+    fam.card.classList.toggle("filtered", !keep);
+    all++; shown += keep;
+  }
+  document.getElementById("chartcount").textContent = re ? `${shown} of ${all} charts` : "";
+  document.getElementById("charts-empty").hidden = !re || shown > 0;
 }
 function renderEvents() {  // samples show in their own view, below; a run without events has no such section
   const rows = run.overview.events.filter(e => e.kind !== "text");
@@ -347,10 +419,8 @@ function cannot(message) {
   document.getElementById("report").hidden = true;
 }
 async function start() {
-  // Both requests leave at once: every chart's data does not wait for the run's metadata.
+  // The charts' data is asked for once the run's keys are known, for the charts near the screen only.
   const meta = api(`/api/runs/${encodeURIComponent(runId)}`);
-  const all = fetchSeries(seriesParams({}));
-  all.catch(() => {});  // reported below, once the charts exist
   try {
     run = await meta;
   } catch (e) {
@@ -373,28 +443,19 @@ async function start() {
     for (const id of ["charts", "system"]) document.getElementById(id).replaceChildren(el("p", e.message, "error"));
     return;
   }
-  // Axes, titles and legends built while the server still reads the data: only the lines wait for it.
-  for (const chart of addCharts(run)) draw(chart);
+  addCharts(run);
   setInterval(refresh, 1000);
-  let entries = [];
-  try { entries = await all; } catch (e) { document.getElementById("error").textContent = `cannot read the metrics: ${e.message}`; }
-  for (const entry of entries) {
-    const chart = charts.get(chartId(entry.key, entry.node));
-    if (!chart) continue;  // a key logged since the metadata: the next refresh adds it
-    plot(chart, entry);
-    await breathe();
-  }
-  const missed = [...charts.values()].filter(c => c.div.dataset.points === undefined && c.div.chart);  // not failed
-  if (missed.length) await load(missed);  // logged between the two requests
 }
-let refreshing = false;  // a slow poll must not overlap the next: both would append the same points
+let refreshing = false;
+let ticks = 0;  // a family card of a live run is read again every FAMILY_EVERY polls (10,000 keys a read)
+const FAMILY_EVERY = 5;  // a slow poll must not overlap the next: both would append the same points
 async function refresh() {
   if (!run || run.state !== "running" || refreshing) return;
   refreshing = true;
   try {
     const fresh = await api(`/api/runs/${encodeURIComponent(runId)}`);
-    const added = addCharts(fresh);
     run = fresh;
+    addCharts(fresh);
     document.getElementById("traceback").textContent = run.error || "";
     showState();
     renderOverview(); renderEvents(); showSystem(); loadLogs();
@@ -406,7 +467,7 @@ async function refresh() {
                                         live.map(c => ({ key: c.key, node: c.node, cursor: c.cursor })));
       await Promise.all(live.map((c, i) => extend(c, entries[i])));
     }
-    if (added.length) await load(added);
+    if (++ticks % FAMILY_EVERY === 0) for (const fam of fams.values()) if (fam.data) loadFamily(runId, fam, opts().log);
     // live while it runs; once it has ended, its state says so, and nothing is live any more
     document.getElementById("status").textContent = run.state === "running" ? `live · ${fmtClock(Date.now() / 1000)}` : "";
   } catch (e) {
@@ -416,15 +477,17 @@ async function refresh() {
 document.getElementById("xaxis").addEventListener("change", () => {
   optsToUrl();
   for (const c of charts.values()) c.range = null;  // a zoom in steps means nothing in time
-  load([...charts.values()]);
+  load([...charts.values()].filter(c => c.seen));  // the others are drawn on the new axis once in view
 });
 for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: nothing to fetch
   document.getElementById(id).addEventListener("change", () => {
     optsToUrl();
     for (const c of charts.values()) if (c.div.dataset.points !== undefined && !c.div.hidden) draw(c);
+    for (const fam of fams.values()) drawFamily(fam, opts().log);  // a family's band is over steps, never smoothed
   });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);
+document.getElementById("chartsearch").addEventListener("input", () => { filterCharts(); optsToUrl(); });
 for (const id of ["loggrep", "logrank", "logtail"]) document.getElementById(id).addEventListener("change", loadLogs);
 let grepping = 0;  // the filter applies as it is typed, once typing pauses (as the samples' filter does)
 document.getElementById("loggrep").addEventListener("input", () => { clearTimeout(grepping); grepping = setTimeout(loadLogs, 250); });

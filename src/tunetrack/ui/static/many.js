@@ -1,0 +1,157 @@
+// A run of many keys (a mixture-of-experts run's load per layer per expert: 40 x 250 = 10,000 keys):
+// the keys that differ only in their numbers are a family (`moe/layer*/expert*/load`), drawn as ONE
+// card rather than a chart per key: the band of their percentiles at each step (p5, p50, p95, and the
+// max, the one expert that runs hot) and a heatmap of key x step (which one, and when), both from one
+// request, GET /api/runs/{id}/across, whose server fits the matrix to the card (reader.across.heat).
+import { api, dropChart, el, fmtNum, lineChart, markDrawn, plural, setLines } from "./common.js";
+
+// A key's family: its numbers as * (reader.across.family); a family is of at least FAMILY_LEAST keys.
+export const FAMILY_LEAST = 4;
+export function family(key) { return key.replace(/\d+/g, "*"); }
+// The families of `keys` ({glob: [keys]}, in the order their first key comes), as reader.across.families.
+export function families(keys, least = FAMILY_LEAST) {
+  const found = new Map();
+  for (const key of keys) {
+    const name = family(key);
+    if (!found.has(name)) found.set(name, []);
+    found.get(name).push(key);
+  }
+  for (const [name, members] of found) if (members.length < least || name === members[0]) found.delete(name);
+  return found;
+}
+
+// viridis (matplotlib's), perceptually even and read alike by colour-blind eyes: dark purple (low) to yellow (high)
+const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+  .map(hex => [1, 3, 5].map(at => parseInt(hex.slice(at, at + 2), 16)));
+export function viridis(fraction) {
+  const at = Math.min(Math.max(fraction, 0), 1) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(at), VIRIDIS.length - 2), t = at - i;
+  const [r, g, b] = VIRIDIS[i].map((v, c) => Math.round(v + (VIRIDIS[i + 1][c] - v) * t));
+  return `rgb(${r} ${g} ${b})`;
+}
+const NO_NUMBER = "#f3f4f6";  // a cell where no key of its row has a number at its steps
+const HEAT_HEIGHT = 220;  // as tall as the band's plot
+// the band's lines: the percentiles in one blue, the median bolder, p5 to p95 filled; the max apart,
+// orange and dashed (told from the blue by colour and by dash, whatever the reader's colour vision)
+const BAND_NAMES = ["p5", "p50", "p95", "max"];
+const NO_DOTS = { show: false };  // a band is lines, never dots at its steps
+const BAND_STYLES = [{ stroke: "#6b9bc3", width: 1, points: NO_DOTS }, { stroke: "#2b5d8a", width: 1.5, points: NO_DOTS },
+                     { stroke: "#6b9bc3", width: 1, points: NO_DOTS }, { stroke: "#e8590c", width: 1.5, dash: [5, 3], points: NO_DOTS }];
+const BAND_FILL = "rgb(78 121 167 / 0.14)";
+
+// The card of a family in `container`, its glob and count in the title; drawn once it is in view.
+export function addFamily(container, glob, keys) {
+  const card = el("div", null, "chart family");
+  card.dataset.family = glob;
+  const title = el("div", null, "family-title");
+  const band = el("div", null, "family-band");
+  const heatBox = el("div", null, "family-heat");
+  const canvas = el("canvas", null, "heat-canvas");
+  canvas.setAttribute("role", "img");
+  const steps = el("div", null, "heat-steps");
+  const legend = el("div", null, "heat-legend");
+  const readout = el("div", null, "heat-readout muted");
+  heatBox.append(el("div", null, "heat-title"), canvas, steps, legend, readout);
+  const status = el("p", "", "muted family-status");
+  card.append(title, el("div", null, "family-body"), status);
+  card.querySelector(".family-body").append(band, heatBox);
+  container.appendChild(card);
+  const fam = { glob, keys, card, title, band, heatBox, canvas, steps, legend, readout, status, data: null };
+  setCount(fam, keys);
+  return fam;
+}
+export function setCount(fam, keys) {
+  fam.keys = keys;
+  fam.card.dataset.keys = String(keys.length);
+  fam.title.textContent = `${fam.glob} · ${plural(keys.length, "key")}`;
+  fam.title.title = `${keys[0]} … ${keys[keys.length - 1]}: one card for ${plural(keys.length, "key")} that differ only in their numbers`;
+}
+// The request's size: the band about as many points as the card is wide, the heatmap a cell per pixel
+// across (at most one a step) and a row per few pixels down.
+export function acrossParams(fam) {
+  const width = Math.max(100, Math.round(fam.heatBox.clientWidth || fam.band.clientWidth || 600));
+  return { pattern: fam.glob, width: String(width), rows: String(Math.min(80, Math.floor(HEAT_HEIGHT / 2.5))) };
+}
+export async function loadFamily(runId, fam, log) {
+  try {
+    fam.data = await api(`/api/runs/${encodeURIComponent(runId)}/across?${new URLSearchParams(acrossParams(fam))}`);
+  } catch (e) {
+    fam.status.textContent = `cannot draw ${fam.glob}: ${e.message}`;
+    fam.card.classList.add("failed");
+    return;
+  }
+  fam.status.textContent = "";
+  drawFamily(fam, log);
+}
+// Both views from what the card has (a log scale redraws the band, nothing is fetched again).
+export function drawFamily(fam, log) {
+  const data = fam.data;
+  if (!data) return;
+  const ys = BAND_NAMES.map(name => data.band[name].map(v => (log && !(v > 0) ? null : v)));
+  const shape = String(log);
+  if (fam.band.chart && fam.shape === shape) setLines(fam.band.chart, [data.steps, ...ys], null);
+  else {
+    dropChart(fam.band);
+    fam.band.replaceChildren();
+    fam.shape = shape;
+    lineChart(fam.band, [data.steps, ...ys], null, {
+      title: `across ${plural(data.keys, "key")}: p5, p50, p95 and max at each step`, x: "step", names: BAND_NAMES,
+      log, styles: BAND_STYLES, fills: [[2, 0, BAND_FILL]] });
+  }
+  fam.band.dataset.points = String(data.steps.length);
+  drawHeat(fam, data);
+  fam.card.dataset.drawn = String(Number(fam.card.dataset.drawn || 0) + 1);
+  markDrawn(fam.band);
+}
+// The heatmap: a row per few neighbouring keys (in natural order: layer by layer, expert by expert),
+// their max; a column per few steps, their mean; coloured by viridis from the lowest to the highest cell.
+function drawHeat(fam, data) {
+  const { heat, keys } = data, { canvas } = fam, rows = heat.rows.length, cols = heat.starts.length;
+  const width = Math.max(100, fam.heatBox.clientWidth), ratio = devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(HEAT_HEIGHT * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${HEAT_HEIGHT}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  const span = heat.high - heat.low || 1, cw = canvas.width / Math.max(cols, 1), rh = canvas.height / Math.max(rows, 1);
+  heat.values.forEach((line, r) => line.forEach((v, c) => {
+    ctx.fillStyle = v === null ? NO_NUMBER : viridis((v - heat.low) / span);
+    // whole device pixels, each cell reaching the next one's edge: no seams between cells
+    const x0 = Math.floor(c * cw), y0 = Math.floor(r * rh);
+    ctx.fillRect(x0, y0, Math.floor((c + 1) * cw) - x0, Math.floor((r + 1) * rh) - y0);
+  }));
+  const most = Math.max(...heat.rows.map(([, n]) => n));
+  fam.heatBox.querySelector(".heat-title").textContent = `${plural(keys, "key")} × step`;
+  canvas.setAttribute("aria-label", `heatmap of ${plural(keys, "key")} by step, from ${fmtNum(heat.low)} to ${fmtNum(heat.high)}`);
+  canvas.dataset.rows = String(rows);
+  canvas.dataset.cols = String(cols);
+  const first = heat.starts[0], last = heat.starts[cols - 1];
+  fam.steps.replaceChildren(el("span", cols ? `step ${first}` : "no steps"),
+                            el("span", `rows from ${data.first} to ${data.last}`, "muted"), el("span", cols > 1 ? `step ${last}` : ""));
+  drawLegend(fam.legend, heat.low, heat.high,
+             `${most > 1 ? `a row: the max of ${plural(most, "key")}; ` : ""}a cell: the mean over its steps`);
+  canvas.onmousemove = e => {
+    const box = canvas.getBoundingClientRect();
+    const r = Math.min(rows - 1, Math.floor((e.clientY - box.top) / box.height * rows));
+    const c = Math.min(cols - 1, Math.floor((e.clientX - box.left) / box.width * cols));
+    if (r < 0 || c < 0) return;
+    const [key, n] = heat.rows[r], v = heat.values[r][c];
+    const end = c + 1 < cols ? heat.starts[c + 1] - 1 : null;
+    const steps = end === null || end <= heat.starts[c] ? `step ${heat.starts[c]}${end === null ? " on" : ""}` : `steps ${heat.starts[c]}–${end}`;
+    fam.readout.textContent = `${key}${n > 1 ? ` and the next ${n - 1}` : ""} · ${steps} · ${v === null ? "no number" : fmtNum(v)}`;
+  };
+  canvas.onmouseleave = () => { fam.readout.textContent = ""; };
+}
+// The colour scale, its lowest and highest value at its ends.
+function drawLegend(box, low, high, note) {
+  const scale = el("canvas", null, "heat-scale");
+  scale.width = 160;
+  scale.height = 10;
+  const ctx = scale.getContext("2d");
+  for (let x = 0; x < scale.width; x++) {
+    ctx.fillStyle = viridis(x / (scale.width - 1));
+    ctx.fillRect(x, 0, 1, scale.height);
+  }
+  box.replaceChildren(el("span", fmtNum(low)), scale, el("span", fmtNum(high)), el("span", note, "muted heat-note"));
+}

@@ -73,6 +73,7 @@ CORE = {
     "tunetrack.aggregates",
     "tunetrack.settings",
     "tunetrack.values",
+    "tunetrack.histograms",
     "tunetrack.edits",
     "tunetrack.redact",
     "tunetrack.failures",

@@ -8,7 +8,8 @@ import pytest
 
 from tunetrack import Tracker
 from tunetrack.reader import open_run
-from tunetrack.reader.samples import SEQUENCE, tokens_of
+from tunetrack.reader.samples import SEQUENCE
+from tunetrack.reader.tokens import tokens_of
 
 
 def completion(step: int, i: int) -> dict:

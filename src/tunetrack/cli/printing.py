@@ -19,7 +19,6 @@ from .. import metric_keys
 from ..config import MISSING
 from ..reader import Run
 from ..reader.as_text import (
-    SUMMARY_SHOWN,
     checkpoint_keys,
     config_text,
     config_texts,
@@ -38,6 +37,7 @@ from ..reader.as_text import (
     when,
 )
 from ..reader.checkpoints import Checkpoint, suite_keys
+from ..reader.families import SUMMARY_SHOWN, fold
 from ..reader.samples import cell_text, visible
 from ..states import COLOURS
 from ..values import is_number
@@ -175,11 +175,12 @@ def summary_table(summary: dict[str, dict[str, Any]], full: bool = True) -> Tabl
     table = _section("summary", "key")
     for col in ("last", "min", "max", "step", "count"):
         table.add_column(col, justify="right")
-    rows, groups = folded_summary(summary, len(summary) if full else SUMMARY_SHOWN)
+    most = len(summary) if full else SUMMARY_SHOWN
+    groups = [len(keys) for name, keys in fold(summary, most) if keys != [name]]
     if groups:
         named = "1 family" if len(groups) == 1 else f"{len(groups)} families"
-        folded = sum(len(members) for members in groups.values())
-        _caption(table, f"{folded:,} keys as {named}, their numbers as * (--full: each)")
+        _caption(table, f"{sum(groups):,} keys as {named}, their numbers as * (--full: each)")
+    rows = folded_summary(summary, most)
     for (key, *cells), is_family in rows:
         table.add_row(Text(key, style="italic" if is_family else ""), *cells)
     return table

@@ -32,21 +32,6 @@ def natural(key: str) -> list[object]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", key)]
 
 
-def family(key: str) -> str:
-    """The glob a key shares with its siblings: its numbers as ``*`` (``moe/layer3/expert7/load`` is of
-    ``moe/layer*/expert*/load``, ``layers.11.mlp/grad_norm`` of ``layers.*.mlp/grad_norm``)."""
-    return re.sub(r"\d+", "*", key)
-
-
-def families(keys: list[str], least: int = 4) -> dict[str, list[str]]:
-    """The families of at least ``least`` keys among ``keys`` (``family``), in the order their first key
-    comes; each family's keys in that order too. A key with no siblings belongs to none."""
-    found: dict[str, list[str]] = {}
-    for key in keys:
-        found.setdefault(family(key), []).append(key)
-    return {name: members for name, members in found.items() if len(members) >= least and name != members[0]}
-
-
 def matching(keys: list[str], pattern: str) -> list[str]:
     """The keys ``pattern`` names, in natural order: a glob (``moe/layer*/expert*/load``, ``*``
     matching any run of characters, ``/`` included), or the exact key."""

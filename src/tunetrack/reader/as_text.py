@@ -22,6 +22,7 @@ from ..states import State
 from ..values import is_number
 from .as_json import provenance
 from .console_log import Line
+from .families import SUMMARY_SHOWN, family_summary, fold
 from .names import config_key
 from .run import Run
 from .samples import IMAGE, cell_text, merge_columns, select, steps_of, visible
@@ -304,48 +305,22 @@ def summary_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
     ]
 
 
-#: past this many keys, a summary folds the families of keys (``reader.across.families``): ``tunetrack
-#: show`` (``--full``: each key), the dashboard's run page and the report
-SUMMARY_SHOWN = 40
-
-
 def folded_summary(
     summary: dict[str, dict[str, Any]], most: int = SUMMARY_SHOWN
-) -> tuple[list[tuple[list[str], bool]], dict[str, list[str]]]:
-    """``summary_rows``, where a run has more than ``most`` keys (a mixture-of-experts run's 10,000)
-    with a row per family of keys instead of one per key (``family_cells``), where its first key
-    came: each row and whether it is a family's; and the families folded (glob: keys)."""
-    from .across import families
-
-    groups = families(list(summary)) if len(summary) > most else {}
-    first = {members[0]: name for name, members in groups.items()}
-    folded = {key for members in groups.values() for key in members}
-    rows: list[tuple[list[str], bool]] = []
-    for key, *cells in summary_rows({k: v for k, v in summary.items() if k not in folded or k in first}):
-        if key in first:
-            name = first[key]
-            rows.append(([name, *family_cells([summary[k] for k in groups[name]])], True))
-        else:
-            rows.append(([key, *cells], False))
-    return rows, groups
-
-
-def family_cells(members: list[dict[str, Any]]) -> list[str]:
-    """A family's row: the median of its keys' last values, the least minimum, the most maximum, the
-    last step, how many keys."""
-    import numpy as np
-
-    def values(field: str) -> list[float]:
-        return [float(m[field]) for m in members if is_number(m.get(field))]
-
-    lasts, mins, maxes, steps = values("last"), values("min"), values("max"), values("step")
-    return [
-        "median " + number(float(np.median(lasts))) if lasts else number(None),
-        number(min(mins)) if mins else number(None),
-        number(max(maxes)) if maxes else number(None),
-        number(int(max(steps))) if steps else number(None),
-        f"{len(members):,} keys",
-    ]
+) -> list[tuple[list[str], bool]]:
+    """``summary_rows``, past ``most`` keys with a row per family of keys (``families.fold``): its glob,
+    the median of the last values, the least minimum, the most maximum, the last step, how many keys;
+    each row and whether it is a family's."""
+    rows = []
+    for name, keys in fold(summary, most):
+        if keys == [name]:
+            rows.append((summary_rows({name: summary[name]})[0], False))
+            continue
+        s = family_summary([summary[k] for k in keys])
+        median = number(s["median"]) if s["median"] is not None else NONE
+        cells = [f"median {median}", number(s["min"]), number(s["max"]), number(s["step"])]
+        rows.append(([name, *cells, f"{len(keys):,} keys"], True))
+    return rows
 
 
 def event_text(event: dict[str, Any], width: int | None = None) -> str:
@@ -374,7 +349,7 @@ def run_text(run: Run) -> dict[str, Any]:
     run that failed, was killed or crashed (as ``tunetrack show`` prints them)."""
     return {
         "facts": [list(row) for row in overview(run)],
-        "summary": [row for row, _ in folded_summary(run.summary())[0]],
+        "summary": [row for row, _ in folded_summary(run.summary())],
         "events": event_rows(run.events()),
         "last_lines": last_lines(run),
     }

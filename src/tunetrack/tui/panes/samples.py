@@ -26,15 +26,14 @@ from ...reader.as_text import COMPLETIONS_OFF, number, sample_cell, sample_colum
 from ...reader.samples import (
     IMAGE,
     NUMBER,
-    Tokens,
     cell_text,
     merge_columns,
     prompt_of,
     select,
     steps_of,
-    tokens_of,
     visible,
 )
+from ...reader.tokens import Tokens, tokens_of
 from ..model import Model
 from ..palette import heat_colour, hex_colour
 from . import Pane

@@ -11,6 +11,7 @@ terminal), the runs go above the tabs. ``?`` lists the keys.
 from __future__ import annotations
 
 import os
+import time
 from typing import ClassVar
 
 from rich.text import Text
@@ -34,6 +35,8 @@ from .panes.system import System
 
 #: below this many columns the runs pane goes above the tabs
 NARROW = 110
+#: a look at the store that has taken this many seconds is said under the runs
+SLOW = 5.0
 
 #: the tabs, in the order of their keys (1, 2, ...)
 TABS = (
@@ -164,6 +167,7 @@ class TunetrackApp(App[None]):
         self._wanted = list(runs or [])
         self._started = False  # whether the runs pane was drawn with runs in it
         self._looking: Worker[None] | None = None  # the look under way
+        self._look_began = 0.0
         self._unread = False  # whether the last look could not read the store
 
     def compose(self) -> ComposeResult:
@@ -204,9 +208,15 @@ class TunetrackApp(App[None]):
 
     # -- looking at the store ------------------------------------------------------------------------
     def action_look(self) -> None:
-        """Look at the store now, unless a look is under way (a slow bucket's): looks never pile up."""
+        """Look at the store now, unless a look is under way (a slow bucket's): looks never pile up; one
+        that has waited ``SLOW`` seconds is said under the runs (a bucket out of reach is retried by its
+        client for minutes before it fails)."""
         if self._looking is None or self._looking.is_finished:
+            self._look_began = time.monotonic()
             self._looking = self._look()
+        elif (waited := time.monotonic() - self._look_began) >= SLOW:
+            self._unread = True
+            self.query_one("#problem", Static).update(f"the store has not answered for {waited:.0f} s")
 
     @work(thread=True, group="look", exit_on_error=False)
     def _look(self) -> None:

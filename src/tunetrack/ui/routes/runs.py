@@ -19,6 +19,7 @@ from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.across import band_points, heat
 from ...reader.as_text import config_text
+from ...reader.families import families
 from ...reader.where import grep_error
 from .deps import CatalogDep, open_or_404
 
@@ -193,8 +194,9 @@ def keys(catalog: CatalogDep) -> dict[str, list[str]]:
 def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
     """The run as ``run_json`` gives it, with its metric and system keys, its nodes, and what the page
     prints: ``overview`` (``run_text``: facts, summary and events worded as ``tunetrack show`` words
-    them), ``flat_config`` (each value's text) and ``samples`` (its tables of samples: keys, rows and
-    steps)."""
+    them), ``flat_config`` (each value's text), ``samples`` (its tables of samples: keys, rows and
+    steps) and ``families`` (``{glob: keys}``: keys that differ only in their numbers, drawn as one
+    card, ``reader.families``)."""
     r = open_or_404(catalog, run_id)
     index = r.sample_index()
     return {
@@ -207,7 +209,8 @@ def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
         "summary": r.summary(),
         "overview": run_text(r),
         "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},
-        "keys": r.keys(),
+        "keys": (keys := r.keys()),
+        "families": families(keys),
         "system_keys": r.system_keys(),
         "nodes": r.nodes,
     }

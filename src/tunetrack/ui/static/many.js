@@ -3,22 +3,8 @@
 // card rather than a chart per key: the band of their percentiles at each step (p5, p50, p95, and the
 // max, the one expert that runs hot) and a heatmap of key x step (which one, and when), both from one
 // request, GET /api/runs/{id}/across, whose server fits the matrix to the card (reader.across.heat).
+// Which keys make a family the server says (the run's `families`, reader.families).
 import { api, dropChart, el, fmtNum, lineChart, markDrawn, plural, setLines } from "./common.js";
-
-// A key's family: its numbers as * (reader.across.family); a family is of at least FAMILY_LEAST keys.
-export const FAMILY_LEAST = 4;
-export function family(key) { return key.replace(/\d+/g, "*"); }
-// The families of `keys` ({glob: [keys]}, in the order their first key comes), as reader.across.families.
-export function families(keys, least = FAMILY_LEAST) {
-  const found = new Map();
-  for (const key of keys) {
-    const name = family(key);
-    if (!found.has(name)) found.set(name, []);
-    found.get(name).push(key);
-  }
-  for (const [name, members] of found) if (members.length < least || name === members[0]) found.delete(name);
-  return found;
-}
 
 // viridis (matplotlib's), perceptually even and read alike by colour-blind eyes: dark purple (low) to yellow (high)
 const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]

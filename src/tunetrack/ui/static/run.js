@@ -1,6 +1,6 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
-import { addFamily, drawFamily, families, family, loadFamily, setCount } from "./many.js";
+import { addFamily, drawFamily, loadFamily, setCount } from "./many.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
@@ -175,10 +175,16 @@ function addChart(container, key, node) {
 }
 function addCharts(meta) {
   const added = [];
-  // a key charted on its own before its family had four keys (a live run) stays on its own chart
-  const grouped = families(meta.keys.filter(k => !charts.has(k) || fams.has(family(k))));
+  // the server's families (reader.families: keys that differ only in their numbers); a key charted on
+  // its own before its family had four keys (a live run) stays on its own chart
+  const grouped = new Map();
+  for (const [glob, keys] of Object.entries(meta.families || {})) {
+    const members = keys.filter(k => !charts.has(k) || fams.has(glob));
+    if (members.length) grouped.set(glob, members);
+  }
+  const familyOf = new Map([...grouped].flatMap(([glob, keys]) => keys.map(k => [k, glob])));
   for (const key of meta.keys) {
-    const glob = grouped.has(family(key)) ? family(key) : null;
+    const glob = familyOf.get(key) ?? null;
     if (glob && !fams.has(glob)) {
       const fam = addFamily(document.getElementById("charts"), glob, grouped.get(glob));
       fams.set(glob, fam);

@@ -9,6 +9,7 @@ what one number per step hides.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -110,12 +111,17 @@ def logged(events: list[dict[str, Any]], key: str | None = None) -> dict[str, li
 class OverSteps:
     """One key's histograms on common bins: ``counts[i, j]`` at ``steps[i]`` in bin ``j``
     (``edges[j]`` to ``edges[j + 1]``), each step's counts spread over the common bins in proportion
-    to how much of its own bins they cover (values are taken as even within a bin)."""
+    to how much of its own bins they cover (values are taken as even within a bin). Each step's own
+    bins also give ``low`` and ``high`` (the outer edges of its outermost bins that hold a value) and
+    ``mean`` (each value at its bin's middle); NaN at a step whose histogram holds no value."""
 
     key: str
     steps: np.ndarray
     edges: np.ndarray
     counts: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    mean: np.ndarray
 
 
 def over_steps(histograms: list[Logged], key: str, bins: int = BINS) -> OverSteps:
@@ -126,7 +132,8 @@ def over_steps(histograms: list[Logged], key: str, bins: int = BINS) -> OverStep
     by_step = {h.step: h for h in histograms}
     steps = np.array(sorted(by_step), dtype=np.int64)
     if not len(steps):
-        return OverSteps(key, steps, np.zeros(bins + 1), np.zeros((0, bins)))
+        none = np.zeros(0)
+        return OverSteps(key, steps, np.zeros(bins + 1), np.zeros((0, bins)), none, none, none)
     low = min(float(h.edges[0]) for h in by_step.values())
     high = max(float(h.edges[-1]) for h in by_step.values())
     edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
@@ -137,4 +144,65 @@ def over_steps(histograms: list[Logged], key: str, bins: int = BINS) -> OverStep
         # the count at or below each common edge, as if values were even within each own bin
         at = np.interp(edges, h.edges, cumulative, left=0.0, right=float(cumulative[-1]))
         counts[i] = np.diff(at)
-    return OverSteps(key, steps, edges, counts)
+    low, high, mean = np.array([_range_and_mean(by_step[step]) for step in steps.tolist()]).T
+    return OverSteps(key, steps, edges, counts, low, high, mean)
+
+
+def _range_and_mean(h: Logged) -> tuple[float, float, float]:
+    """``h``'s lowest and highest value (the outer edges of its outermost bins that hold one) and its
+    mean (each value at its bin's middle); NaN for a histogram of no value."""
+    import numpy as np
+
+    held = np.flatnonzero(h.counts > 0)
+    if not len(held):
+        return math.nan, math.nan, math.nan
+    middles = (h.edges[:-1] + h.edges[1:]) / 2
+    mean = float(np.dot(h.counts, middles) / h.counts.sum())
+    return float(h.edges[held[0]]), float(h.edges[held[-1] + 1]), mean
+
+
+@dataclass
+class Columns:
+    """An ``OverSteps`` in at most so many columns of neighbouring steps, as a heatmap draws it:
+    column ``c`` merges ``per[c]`` steps, ``starts[c]`` to ``ends[c]``; ``counts[c, j]`` is the MEAN of
+    their counts in bin ``j`` (a column reads as one step's, however many it merges: ``counts * per``
+    are their sums), ``total[c]`` the values a step of it holds (the mean); ``low`` and ``high`` the
+    lowest and highest value of its steps, ``mean`` their values' mean (NaN where they hold none)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    per: np.ndarray
+    counts: np.ndarray
+    total: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    mean: np.ndarray
+
+
+def columns(view: OverSteps, width: int) -> Columns:
+    """``view``'s steps in at most ``width`` columns (every step its own up to ``width`` steps; past
+    that, neighbouring steps merged, as even in number as they divide)."""
+    import numpy as np
+
+    n = len(view.steps)
+    if not n:
+        empty = np.zeros(0)
+        return Columns(view.steps, view.steps, empty, view.counts, empty, empty, empty, empty)
+    at = np.unique(np.linspace(0, n, min(max(width, 1), n), endpoint=False).astype(int))
+    per = np.diff(np.r_[at, n])
+    totals = view.counts.sum(axis=1)
+    sums = np.add.reduceat(totals, at)
+    held = np.add.reduceat(np.where(np.isfinite(view.mean), view.mean * totals, 0.0), at)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(sums > 0, held / sums, np.nan)
+        low, high = np.fmin.reduceat(view.low, at), np.fmax.reduceat(view.high, at)
+    return Columns(
+        view.steps[at],
+        view.steps[at + per - 1],
+        per,
+        np.add.reduceat(view.counts, at, axis=0) / per[:, None],
+        sums / per,
+        low,
+        high,
+        mean,
+    )

@@ -15,7 +15,6 @@ from pydantic import TypeAdapter
 
 from ... import aggregates
 from ...errors import TunetrackError, one_line
-from ...histograms import BINS, columns
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.across import band_points, heat
@@ -198,7 +197,7 @@ def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
     them), ``flat_config`` (each value's text), ``samples`` (its tables of samples: keys, rows and
     steps) and ``families`` (``{glob: keys}``: keys that differ only in their numbers, drawn as one
     card, ``reader.families``), ``histogram_keys`` (the keys logged as ``tunetrack.Histogram``: a card
-    each, ``/distribution``)."""
+    each, ``routes.distributions``)."""
     r = open_or_404(catalog, run_id)
     index = r.sample_index()
     return {
@@ -345,51 +344,6 @@ def across_view(
             "low": found.low,
             "high": found.high,
         },
-    }
-
-
-@router.get(
-    "/api/runs/{run_id}/distribution",
-    summary="A key's histograms (tunetrack.Histogram) over the steps, on common bins: a heatmap of step x value",
-    description="What the run page draws of a key logged as ``tunetrack.Histogram``: ``edges`` (``bins`` "
-    "equal bins over the range all its histograms span), and a column per step up to ``width`` columns, "
-    "past that neighbouring steps merged: ``counts`` (a list of bins per column) holds the MEAN of their "
-    "counts (times ``per``, the steps merged: their sums). A key with no histogram is a 404 naming the "
-    "closest keys that have some.",
-)
-def distribution(
-    run_id: str,
-    catalog: CatalogDep,
-    key: Annotated[str, Query(min_length=1)],
-    bins: Annotated[int, Query(ge=2, le=512, description="the common bins")] = BINS,
-    width: Annotated[
-        int, Query(ge=1, le=10_000, description="the columns at most (the canvas' width)")
-    ] = 600,
-) -> dict[str, Any]:
-    """``steps`` logged (how many); per column: ``starts`` and ``ends`` (its first and last step),
-    ``per``, ``counts``, ``total`` (the values a step of it holds, the mean), ``min`` and ``max`` (the
-    lowest and highest value of its steps), ``mean`` (their values' mean, each at its bin's middle):
-    null where its steps hold no value; ``high``: the largest count of a cell."""
-    r = open_or_404(catalog, run_id)
-    try:
-        view = r.distribution(key, bins)
-    except TunetrackError as exc:
-        raise HTTPException(404, one_line(exc)) from None
-    shown = columns(view, width)
-    return {
-        "key": key,
-        "steps": len(view.steps),
-        "merged": "mean",
-        "edges": view.edges.tolist(),
-        "starts": shown.starts.tolist(),
-        "ends": shown.ends.tolist(),
-        "per": shown.per.tolist(),
-        "counts": shown.counts.tolist(),
-        "high": float(shown.counts.max()) if shown.counts.size else 0.0,
-        "total": shown.total.tolist(),
-        "min": _finite(shown.low),
-        "max": _finite(shown.high),
-        "mean": _finite(shown.mean),
     }
 
 

@@ -274,6 +274,51 @@ export async function breathe() {
   await (globalThis.scheduler?.yield ? scheduler.yield() : new Promise(resolve => setTimeout(resolve)));
   sliceStart = performance.now();
 }
+// Heatmaps (a family of keys' key x step, a key's distributions' value x step): viridis (matplotlib's),
+// perceptually even and read alike by colour-blind eyes, dark purple (low) to yellow (high).
+const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
+  .map(hex => [1, 3, 5].map(at => parseInt(hex.slice(at, at + 2), 16)));
+export function viridis(fraction) {
+  const at = Math.min(Math.max(fraction, 0), 1) * (VIRIDIS.length - 1);
+  const i = Math.min(Math.floor(at), VIRIDIS.length - 2), t = at - i;
+  const [r, g, b] = VIRIDIS[i].map((v, c) => Math.round(v + (VIRIDIS[i + 1][c] - v) * t));
+  return `rgb(${r} ${g} ${b})`;
+}
+// `rows` x `cols` cells filling `canvas` (`width` x `height` CSS pixels, sharp on any screen), each in
+// `colour(r, c)`, row 0 at the top.
+export function paintCells(canvas, width, height, rows, cols, colour) {
+  const ratio = devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  const cw = canvas.width / Math.max(cols, 1), rh = canvas.height / Math.max(rows, 1);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      ctx.fillStyle = colour(r, c);
+      // whole device pixels, each cell reaching the next one's edge: no seams between cells
+      const x0 = Math.floor(c * cw), y0 = Math.floor(r * rh);
+      ctx.fillRect(x0, y0, Math.floor((c + 1) * cw) - x0, Math.floor((r + 1) * rh) - y0);
+    }
+  }
+  canvas.dataset.rows = String(rows);
+  canvas.dataset.cols = String(cols);
+  return ctx;
+}
+// The colour scale in `box`: its lowest and highest value at its ends, then `note`.
+export function heatLegend(box, low, high, note) {
+  const scale = el("canvas", null, "heat-scale");
+  scale.width = 160;
+  scale.height = 10;
+  const ctx = scale.getContext("2d");
+  for (let x = 0; x < scale.width; x++) {
+    ctx.fillStyle = viridis(x / (scale.width - 1));
+    ctx.fillRect(x, 0, 1, scale.height);
+  }
+  box.replaceChildren(el("span", fmtNum(low)), scale, el("span", fmtNum(high)), el("span", note, "muted heat-note"));
+}
 // Counts a chart's draws, so tests and the benchmark can tell a redraw happened.
 export function markDrawn(div) { div.dataset.drawn = String(Number(div.dataset.drawn || 0) + 1); }
 export function el(tag, text, cls) {

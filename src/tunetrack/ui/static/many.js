@@ -4,17 +4,8 @@
 // max, the one expert that runs hot) and a heatmap of key x step (which one, and when), both from one
 // request, GET /api/runs/{id}/across, whose server fits the matrix to the card (reader.across.heat).
 // Which keys make a family the server says (the run's `families`, reader.families).
-import { api, dropChart, el, fmtNum, lineChart, markDrawn, plural, setLines } from "./common.js";
+import { api, dropChart, el, fmtNum, heatLegend, lineChart, markDrawn, paintCells, plural, setLines, viridis } from "./common.js";
 
-// viridis (matplotlib's), perceptually even and read alike by colour-blind eyes: dark purple (low) to yellow (high)
-const VIRIDIS = ["#440154", "#472d7b", "#3b528b", "#2c728e", "#21918c", "#28ae80", "#5ec962", "#addc30", "#fde725"]
-  .map(hex => [1, 3, 5].map(at => parseInt(hex.slice(at, at + 2), 16)));
-export function viridis(fraction) {
-  const at = Math.min(Math.max(fraction, 0), 1) * (VIRIDIS.length - 1);
-  const i = Math.min(Math.floor(at), VIRIDIS.length - 2), t = at - i;
-  const [r, g, b] = VIRIDIS[i].map((v, c) => Math.round(v + (VIRIDIS[i + 1][c] - v) * t));
-  return `rgb(${r} ${g} ${b})`;
-}
 const NO_NUMBER = "#f3f4f6";  // a cell where no key of its row has a number at its steps
 const HEAT_HEIGHT = 220;  // as tall as the band's plot
 // the band's lines: the percentiles in one blue, the median bolder, p5 to p95 filled; the max apart,
@@ -93,29 +84,18 @@ export function drawFamily(fam, log) {
 // their max; a column per few steps, their mean; coloured by viridis from the lowest to the highest cell.
 function drawHeat(fam, data) {
   const { heat, keys } = data, { canvas } = fam, rows = heat.rows.length, cols = heat.starts.length;
-  const width = Math.max(100, fam.heatBox.clientWidth), ratio = devicePixelRatio || 1;
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(HEAT_HEIGHT * ratio);
-  canvas.style.width = `${width}px`;
-  canvas.style.height = `${HEAT_HEIGHT}px`;
-  const ctx = canvas.getContext("2d");
-  ctx.clearRect(0, 0, canvas.width, canvas.height);
-  const span = heat.high - heat.low || 1, cw = canvas.width / Math.max(cols, 1), rh = canvas.height / Math.max(rows, 1);
-  heat.values.forEach((line, r) => line.forEach((v, c) => {
-    ctx.fillStyle = v === null ? NO_NUMBER : viridis((v - heat.low) / span);
-    // whole device pixels, each cell reaching the next one's edge: no seams between cells
-    const x0 = Math.floor(c * cw), y0 = Math.floor(r * rh);
-    ctx.fillRect(x0, y0, Math.floor((c + 1) * cw) - x0, Math.floor((r + 1) * rh) - y0);
-  }));
+  const width = Math.max(100, fam.heatBox.clientWidth), span = heat.high - heat.low || 1;
+  paintCells(canvas, width, HEAT_HEIGHT, rows, cols, (r, c) => {
+    const v = heat.values[r][c];
+    return v === null ? NO_NUMBER : viridis((v - heat.low) / span);
+  });
   const most = Math.max(...heat.rows.map(([, n]) => n));
   fam.heatBox.querySelector(".heat-title").textContent = `${plural(keys, "key")} × step`;
   canvas.setAttribute("aria-label", `heatmap of ${plural(keys, "key")} by step, from ${fmtNum(heat.low)} to ${fmtNum(heat.high)}`);
-  canvas.dataset.rows = String(rows);
-  canvas.dataset.cols = String(cols);
   const first = heat.starts[0], last = heat.starts[cols - 1];
   fam.steps.replaceChildren(el("span", cols ? `step ${first}` : "no steps"),
                             el("span", `rows from ${data.first} to ${data.last}`, "muted"), el("span", cols > 1 ? `step ${last}` : ""));
-  drawLegend(fam.legend, heat.low, heat.high,
+  heatLegend(fam.legend, heat.low, heat.high,
              `${most > 1 ? `a row: the max of ${plural(most, "key")}; ` : ""}a cell: the mean over its steps`);
   canvas.onmousemove = e => {
     const box = canvas.getBoundingClientRect();
@@ -128,16 +108,4 @@ function drawHeat(fam, data) {
     fam.readout.textContent = `${key}${n > 1 ? ` and the next ${n - 1}` : ""} · ${steps} · ${v === null ? "no number" : fmtNum(v)}`;
   };
   canvas.onmouseleave = () => { fam.readout.textContent = ""; };
-}
-// The colour scale, its lowest and highest value at its ends.
-function drawLegend(box, low, high, note) {
-  const scale = el("canvas", null, "heat-scale");
-  scale.width = 160;
-  scale.height = 10;
-  const ctx = scale.getContext("2d");
-  for (let x = 0; x < scale.width; x++) {
-    ctx.fillStyle = viridis(x / (scale.width - 1));
-    ctx.fillRect(x, 0, 1, scale.height);
-  }
-  box.replaceChildren(el("span", fmtNum(low)), scale, el("span", fmtNum(high)), el("span", note, "muted heat-note"));
 }

@@ -1,6 +1,7 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
 import { addFamily, drawFamily, loadFamily, setCount } from "./many.js";
+import { addDistribution, drawDistribution, loadDistribution } from "./dist.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
@@ -10,6 +11,8 @@ const runId = decodeURIComponent(location.pathname.split("/").pop());
 const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape, seen}
 // A family of keys (many.js: `moe/layer*/expert*/load`) is one card, not a chart per key.
 const fams = new Map();  // glob -> {glob, keys, card, ..., data, seen}
+// A key logged as tunetrack.Histogram (dist.js) is a card of its distributions over the steps.
+const dists = new Map();  // key -> {key, histogram: true, card, canvas, ..., data, seen}
 let run = null;
 // Whether this server changes nothing (`tunetrack ui --read-only`): then no Stop button. Asked at once,
 // beside the run; until the answer, nothing is offered that the server might refuse.
@@ -198,6 +201,13 @@ function addCharts(meta) {
     }
   }
   for (const chart of added) whenSeen(chart.div, chart);
+  for (const key of meta.histogram_keys || []) {
+    if (dists.has(key)) continue;
+    const dist = addDistribution(document.getElementById("distributions"), key);
+    dists.set(key, dist);
+    whenSeen(dist.card, dist);
+  }
+  document.getElementById("dist-section").hidden = !dists.size;
   filterCharts();
   return added;
 }
@@ -222,10 +232,11 @@ function whenSeen(node, owner) {
 function drawDue() {
   const list = [...due];
   due.clear();
-  const shown = list.filter(c => !c.glob);
+  const shown = list.filter(c => !c.glob && !c.histogram);
   for (const c of shown) { c.seen = true; draw(c); }  // axes, title and legend while the server reads
   if (shown.length) load(shown);
   for (const fam of list.filter(c => c.glob)) { fam.seen = true; loadFamily(runId, fam, opts().log); }
+  for (const dist of list.filter(c => c.histogram)) { dist.seen = true; loadDistribution(runId, dist, opts().log); }
 }
 // The search over the charts: a regular expression (any case) over the keys; a family is kept when its
 // glob or one of its keys matches. Nothing is fetched: a chart brought into view by it is drawn as any.
@@ -250,6 +261,11 @@ function filterCharts() {
   for (const fam of fams.values()) {
     const keep = !re || re.test(fam.glob) || fam.keys.some(k => re.test(k));
     fam.card.classList.toggle("filtered", !keep);
+    all++; shown += keep;
+  }
+  for (const dist of dists.values()) {
+    const keep = !re || re.test(dist.key);
+    dist.card.classList.toggle("filtered", !keep);
     all++; shown += keep;
   }
   document.getElementById("chartcount").textContent = re ? `${shown} of ${all} charts` : "";
@@ -453,7 +469,7 @@ async function start() {
   setInterval(refresh, 1000);
 }
 let refreshing = false;
-let ticks = 0;  // a family card of a live run is read again every FAMILY_EVERY polls (10,000 keys a read)
+let ticks = 0;  // a family card (10,000 keys a read) or distribution of a live run: read again every FAMILY_EVERY polls
 const FAMILY_EVERY = 5;  // a slow poll must not overlap the next: both would append the same points
 async function refresh() {
   if (!run || run.state !== "running" || refreshing) return;
@@ -473,7 +489,10 @@ async function refresh() {
                                         live.map(c => ({ key: c.key, node: c.node, cursor: c.cursor })));
       await Promise.all(live.map((c, i) => extend(c, entries[i])));
     }
-    if (++ticks % FAMILY_EVERY === 0) for (const fam of fams.values()) if (fam.data) loadFamily(runId, fam, opts().log);
+    if (++ticks % FAMILY_EVERY === 0) {
+      for (const fam of fams.values()) if (fam.data) loadFamily(runId, fam, opts().log);
+      for (const dist of dists.values()) if (dist.data) loadDistribution(runId, dist, opts().log);
+    }
     // live while it runs; once it has ended, its state says so, and nothing is live any more
     document.getElementById("status").textContent = run.state === "running" ? `live · ${fmtClock(Date.now() / 1000)}` : "";
   } catch (e) {
@@ -490,6 +509,7 @@ for (const id of ["logy", "smooth"]) {  // drawn again from what the page has: n
     optsToUrl();
     for (const c of charts.values()) if (c.div.dataset.points !== undefined && !c.div.hidden) draw(c);
     for (const fam of fams.values()) drawFamily(fam, opts().log);  // a family's band is over steps, never smoothed
+    for (const dist of dists.values()) drawDistribution(dist, opts().log);  // its counts' colours, on a log scale
   });
 }
 document.getElementById("cfgsearch").addEventListener("input", renderConfig);

@@ -135,7 +135,7 @@ def test_the_run_page_draws_a_card_per_distribution(shifting, server, browser, w
         assert _coloured(_pixels(card)) > 10  # viridis cells, not a blank canvas
         legend = card.query_selector(".heat-legend")
         assert legend.query_selector("canvas.heat-scale") is not None
-        assert "values in a bin" in legend.inner_text()
+        assert "values per bin and step" in legend.inner_text()
         labels = card.query_selector_all(".dist-side span")
         assert len(labels) >= 3 and all(re.fullmatch(r"-?[\d.e+-]+", s.inner_text()) for s in labels)
         assert "step 1" in card.query_selector(".dist-bottom").inner_text()
@@ -146,7 +146,7 @@ def test_the_run_page_draws_a_card_per_distribution(shifting, server, browser, w
         readout = card.query_selector(".heat-readout")
         wait_until(lambda: "step" in readout.inner_text())
         text = readout.inner_text()
-        assert re.search(r"^step \d+ · -?[\d.]+ to -?[\d.]+: [\d,.]+ · of 3,000 values from", text), text
+        assert re.search(r"^step \d+ · -?[\d.]+ to -?[\d.]+: [\d,.]+ · of 3,000 values, ", text), text
         page.mouse.move(0, 0)
         wait_until(lambda: readout.inner_text() == "")
 

@@ -3,7 +3,7 @@
 // canvas: a column per step, or the mean of a few neighbouring steps' counts). Two views: a heatmap,
 // value (a row per bin, the highest values on top, as the terminal draws it: tui/panes/across.py) x
 // step, the counts on viridis; or a ridgeline, a few steps' histograms as lines stacked down the card.
-import { api, el, fmtNum, heatLegend, markDrawn, paintCells, plural, viridis } from "./common.js";
+import { api, el, heatLegend, markDrawn, paintCells, plural, viridis } from "./common.js";
 
 const HEIGHT = 200;  // the plot's height in CSS pixels
 const BINS = 64;  // about 3 pixels a bin
@@ -76,12 +76,14 @@ export function drawDistribution(dist, log) {
 }
 // A count as read: whole above 10 (a count spread over common bins, or a mean of steps, has decimals).
 function fmtCount(v) { return v >= 10 ? Math.round(v).toLocaleString() : String(+v.toFixed(2)); }
+// A value as an axis or the readout shows it: three significant digits (a bin edge's full digits are noise).
+function fmtValue(v) { return v === null ? "—" : Math.abs(v) >= 1e4 || (v !== 0 && Math.abs(v) < 1e-3) ? v.toExponential(2) : String(+v.toPrecision(3)); }
 function stepsOf(d, c) { return d.per[c] > 1 ? `steps ${d.starts[c]}–${d.ends[c]}` : `step ${d.starts[c]}`; }
 // What the pointer is on: a column (a step, or a few) and a bin, and what that column holds.
 function read(dist, d, c, j) {
   const merged = d.per[c] > 1 ? ` (the mean of ${d.per[c]} steps)` : "";
-  const spread = d.min[c] === null ? "no value" : `${fmtCount(d.total[c])} values from ${fmtNum(d.min[c])} to ${fmtNum(d.max[c])}, mean ${fmtNum(d.mean[c])}`;
-  dist.readout.textContent = `${stepsOf(d, c)} · ${fmtNum(d.edges[j])} to ${fmtNum(d.edges[j + 1])}: ${fmtCount(d.counts[c][j])}${merged} · of ${spread}`;
+  const spread = d.min[c] === null ? "no value" : `${fmtCount(d.total[c])} values, ${fmtValue(d.min[c])} to ${fmtValue(d.max[c])}, mean ${fmtValue(d.mean[c])}`;
+  dist.readout.textContent = `${stepsOf(d, c)} · ${fmtValue(d.edges[j])} to ${fmtValue(d.edges[j + 1])}: ${fmtCount(d.counts[c][j])}${merged} · of ${spread}`;
 }
 // Up to TICKS indexes from 0 to `n`, evenly apart.
 function ticks(n) {
@@ -111,10 +113,10 @@ function drawHeat(dist, d, width, log) {
   });
   dist.canvas.setAttribute("aria-label", `heatmap of ${d.key}: value by step, ${plural(d.steps, "step")}, counts up to ${fmtCount(d.high)}`);
   dist.side.title = "value: the bins' edges";
-  axis(dist.side, ticks(bins).map(j => [fmtNum(d.edges[j]), 1 - j / bins]), true);
+  axis(dist.side, ticks(bins).map(j => [fmtValue(d.edges[j]), 1 - j / bins]), true);
   axis(dist.bottom, ticks(cols - 1).map(c => [`step ${d.starts[c]}`, cols > 1 ? c / (cols - 1) : 0]), false);
   const most = Math.max(...d.per);
-  heatLegend(dist.legend, 0, d.high, `values in a bin at a step${most > 1 ? ` (a column: the mean of up to ${most} steps)` : ""}${log ? ", log colour" : ""}; grey: none`);
+  heatLegend(dist.legend, 0, d.high, `values per bin and step${most > 1 ? ` (a column: the mean of ≤ ${most} steps)` : ""}${log ? ", log colour" : ""}; grey: none`);
   dist.canvas.onmousemove = e => {
     const box = dist.canvas.getBoundingClientRect();
     const c = Math.min(cols - 1, Math.floor((e.clientX - box.left) / box.width * cols));
@@ -152,8 +154,8 @@ function drawRidges(dist, d, width, log) {
   dist.canvas.setAttribute("aria-label", `ridgeline of ${d.key}: the histograms of ${plural(picked.length, "step")}`);
   dist.side.title = "step";
   axis(dist.side, picked.map((c, i) => [`step ${d.starts[c]}`, base(i) / H]), true);
-  axis(dist.bottom, ticks(bins).map(j => [fmtNum(d.edges[j]), j / bins]), false);
-  dist.legend.replaceChildren(el("span", `a line: the histogram at a step${Math.max(...d.per) > 1 ? " (the mean of its neighbouring steps)" : ""}, the first at the top; heights to the largest count shown${log ? ", on a log scale" : ""}`, "muted heat-note"));
+  axis(dist.bottom, ticks(bins).map(j => [fmtValue(d.edges[j]), j / bins]), false);
+  dist.legend.replaceChildren(el("span", `a line: a step's histogram${Math.max(...d.per) > 1 ? " (or a few steps' mean)" : ""}, the first on top${log ? "; heights on a log scale" : ""}`, "muted heat-note"));
   dist.canvas.onmousemove = e => {
     const box = dist.canvas.getBoundingClientRect();
     const y = (e.clientY - box.top) / box.height * H;

@@ -100,7 +100,7 @@ def test_the_run_names_its_histogram_keys_and_an_unknown_key_is_one_line(shiftin
     assert r.status_code == 404 and "\n" not in r.json()["detail"]
     assert "'grad/layer9'" in r.json()["detail"] and KEY in r.json()["detail"]
     assert client.get(f"/api/runs/{run_id}/distribution", params={"key": "loss"}).status_code == 404
-    assert client.get(f"/api/runs/nosuch/distribution", params={"key": KEY}).status_code == 404
+    assert client.get("/api/runs/nosuch/distribution", params={"key": KEY}).status_code == 404
     assert client.get(f"/api/runs/{run_id}/distribution", params={"key": KEY, "bins": 1}).status_code == 422
 
 

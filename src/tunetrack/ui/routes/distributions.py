@@ -50,8 +50,7 @@ def distribution(
         "starts": shown.starts.tolist(),
         "ends": shown.ends.tolist(),
         "per": shown.per.tolist(),
-        # a count spread over common bins has decimals: four are plenty, and half the bytes
-        "counts": shown.counts.round(4).tolist(),
+        "counts": shown.counts.tolist(),
         "high": float(shown.counts.max()) if shown.counts.size else 0.0,
         "total": shown.total.tolist(),
         "min": _finite(shown.low),

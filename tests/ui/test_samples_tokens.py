@@ -35,14 +35,21 @@ HOSTILE = [
 
 def long_trajectory() -> list[dict]:
     """33 turns: a system prompt, ten tool calls each answered, then ten long exchanges, an answer."""
-    out: list[dict] = [{"role": "system", "content": "You can call tools."}, {"role": "user", "content": "Go."}]
+    out: list[dict] = [
+        {"role": "system", "content": "You can call tools."},
+        {"role": "user", "content": "Go."},
+    ]
     for i in range(10):
         out.append(
             {
                 "role": "assistant",
                 "content": f"step {i}",
                 "tool_calls": [
-                    {"id": f"c{i}", "type": "function", "function": {"name": "search", "arguments": f'{{"n": {i}}}'}}
+                    {
+                        "id": f"c{i}",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": f'{{"n": {i}}}'},
+                    }
                 ],
                 "reward": 0.0,
             }
@@ -85,7 +92,9 @@ def test_a_row_in_full_carries_its_tokens(root):
         step1 = client.get(base, params={"key": "completions", "step": 1}).json()
         assert step1["columns"]["tokens"] == "sequence" and step1["columns"]["logprob"] == "sequence"
         for sample in step1["samples"][:3]:
-            got = client.get(f"{base}/row", params={"key": "completions", "step": 1, "index": sample["index"]})
+            got = client.get(
+                f"{base}/row", params={"key": "completions", "step": 1, "index": sample["index"]}
+            )
             full = got.json()
             assert full["row"] == completion(1, sample["index"])
             assert full["tokens"] == asdict(tokens_of(full["row"]))
@@ -114,6 +123,10 @@ def test_a_row_in_full_carries_its_tokens(root):
         assert client.get(f"{base}/row", params={"key": "nope", "step": 1, "index": 0}).status_code == 404
 
 
+def _texts(page, selector: str) -> list[str]:
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
+
+
 def _colour(page, selector: str) -> str:
     return page.eval_on_selector(selector, "e => getComputedStyle(e).backgroundColor")
 
@@ -136,7 +149,7 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
     page.wait_for_function("() => document.querySelector('#sample-count').textContent === '4 rows'")
     # the table's cells keep lists short: their length and first items
     cells = page.locator("#sample-table .vrow[data-index='0'] .vcell")
-    names = page.eval_on_selector_all("#sample-table .vhead .vcell", "els => els.map(e => e.textContent)")
+    names = _texts(page, "#sample-table .vhead .vcell")
     assert cells.nth(names.index("tokens")).inner_text().startswith('[3] "t1.0.0", "t1.0.1"')
     assert cells.nth(names.index("logprob")).inner_text() == "[3] -0.1, -0.2, -0.3"
 
@@ -145,7 +158,7 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
     _open_row(page, 2)
     page.wait_for_selector("#sample-tokens[data-by='logprob'] .tok")
     tokens = page.locator("#sample-tokens .tok")
-    assert page.eval_on_selector_all("#sample-tokens .tok", "els => els.map(e => e.textContent)") == row["tokens"]
+    assert _texts(page, "#sample-tokens .tok") == row["tokens"]
     low, high = _colour(page, "#sample-tokens .scale-low"), _colour(page, "#sample-tokens .scale-high")
     assert low == "rgb(68, 1, 84)" and high == "rgb(253, 231, 37)"  # viridis' ends
     last = f"#sample-tokens .tok >> nth={len(row['tokens']) - 1}"
@@ -155,8 +168,15 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
     assert f"logprob {row['logprob'][-1]!r}" in tokens.last.get_attribute("title")
     assert f"entropy {row['entropy'][-1]!r}" in tokens.last.get_attribute("title")
     assert page.inner_text("#sample-tokens .tokens-head").startswith("tokens")
-    assert page.inner_text("#sample-tokens .token-legend").split() == ["logprob", "low", "-0.5", "-0.1", "high"]
+    assert page.inner_text("#sample-tokens .token-legend").split() == [
+        "logprob",
+        "low",
+        "-0.5",
+        "-0.1",
+        "high",
+    ]
     page.screenshot(path=f"/tmp/dash-tokens-{width}-logprob.png", full_page=True)
+    page.locator("#sample-tokens").screenshot(path=f"/tmp/dash-tokens-{width}-tokens.png")
     # by entropy, which rises along the tokens: the colours turn round
     page.select_option("#token-by", "entropy")
     page.wait_for_selector("#sample-tokens[data-by='entropy']")
@@ -192,9 +212,9 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
     call = turns.nth(2).locator(".tool-call")
     assert call.locator(".tool-name").inner_text() == "calc"
     assert call.locator(".tool-args").inner_text() == '{"x": "17*23"}'
-    assert call.locator(".tool-args").evaluate("e => getComputedStyle(e).fontFamily").lower().find("mono") >= 0
+    assert "mono" in call.locator(".tool-args").evaluate("e => getComputedStyle(e).fontFamily")
     assert call.locator(".tool-result .tool-output").inner_text() == "391"
-    badges = page.eval_on_selector_all(f"{chat} .reward-badge", "els => els.map(e => e.textContent)")
+    badges = _texts(page, f"{chat} .reward-badge")
     assert badges == ["0", "1"]
     assert "17 * 23 = 391." in turns.nth(3).inner_text()
     assert page.locator("#sample-tokens").count() == 0  # no tokens in this table
@@ -208,7 +228,8 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
         assert markup in text
     assert page.locator(f"{chat} .tool-name").inner_text() == XSS
     assert page.locator("#sample-detail img, #sample-detail script").count() == 0
-    assert page.eval_on_selector_all(f"{chat} .reward-badge", "els => els.map(e => e.textContent)") == ["0.5", "-1"]
+    assert _texts(page, f"{chat} .reward-badge") == ["0.5", "-1"]
+    page.locator("#sample-detail").screenshot(path=f"/tmp/dash-tokens-{width}-hostile.png")
 
     # a trajectory of 33 turns: the first and last open, the rest folded to a line each that says
     # its role and first words; every turn there; open all shows every text

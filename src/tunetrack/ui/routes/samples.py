@@ -2,12 +2,14 @@
 the reader's one selection (``reader.samples.select``, as ``tunetrack samples`` does), one prompt
 across training, and the mean of a numeric column at each step (``column_means``); and two runs side by
 side, one prompt at one step (``side_by_side``), their completions compared word by word
-(``reader.samples.word_diff``). What is computed is the reader's; a route only asks and answers."""
+(``reader.samples.word_diff``); one row in full with its values per token (``reader.tokens.tokens_of``).
+What is computed is the reader's; a route only asks and answers."""
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
@@ -23,6 +25,7 @@ from ...reader.samples import (
     side_by_side,
     steps_of,
 )
+from ...reader.tokens import tokens_of
 from ...reader.where import grep_error
 from .deps import CatalogDep, open_or_404
 
@@ -101,6 +104,32 @@ def samples(
 def curve(run_id: str, catalog: CatalogDep, key: str, column: str) -> dict[str, Any]:
     steps, means = column_means(open_or_404(catalog, run_id).sample_tables(key), column)
     return {"key": key, "column": column, "x": steps, "y": means}
+
+
+@router.get(
+    "/api/runs/{run_id}/samples/row",
+    summary="One row of a table of samples in full, with its tokens and their values per token",
+)
+def sample_row(
+    run_id: str,
+    catalog: CatalogDep,
+    key: str,
+    step: int,
+    index: Annotated[int, Query(ge=0)],
+    time: float | None = None,
+) -> dict[str, Any]:
+    """The row ``index`` of the table ``key`` at ``step`` (of the one logged at ``time`` where a step
+    has several), as the samples endpoint gives a row, with ``tokens``: the row's token column, its
+    tokens and every column of values as long as them (``{"column", "tokens", "values": {name:
+    [...]}}``, ``reader.tokens.tokens_of``), or null when the row has none."""
+    r = open_or_404(catalog, run_id)
+    tables = [t for t in r.sample_tables(key, step) if time is None or t.time == time]
+    table = next((t for t in tables if index < t.count), None)
+    if table is None:
+        raise HTTPException(404, f"no row {index} of {key!r} at step {step}")
+    sample = table.samples()[index]
+    found = tokens_of(sample["row"])
+    return {**_json_safe(sample), "tokens": None if found is None else _finite(asdict(found))}
 
 
 @router.get(
@@ -207,6 +236,22 @@ def _prompt_of(samples: list[dict[str, Any]], index: int) -> str:
 
 
 def _json_safe(sample: dict[str, Any]) -> dict[str, Any]:
-    """NaN and ±Inf as null (JSON has neither)."""
-    row = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in sample["row"].items()}
-    return {**sample, "row": row}
+    """NaN and ±Inf as null (JSON has neither), in lists too (a logprob of -inf per token)."""
+    return {**sample, "row": _finite(sample["row"])}
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN and ±Inf in it, however deep in lists and dicts, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, list):
+        try:  # a list of numbers, all finite (a sum in C): as it is, not walked number by number
+            if math.isfinite(math.fsum(value)):
+                return value
+        except (TypeError, ValueError, OverflowError):
+            if all(isinstance(v, str) for v in value):  # tokens
+                return value
+        return [_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value

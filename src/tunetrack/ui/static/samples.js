@@ -1,10 +1,12 @@
 // The run page's Samples view: one step's table of samples (a step slider), sorted by any column and
 // filtered by a regex over the text on the server (the reader's one selection, as `tunetrack
 // samples`), drawn virtually (only the rows in view exist, so 1,000 rows of 4 kB scroll smoothly),
-// a row opened in full below (chat as a conversation, images inline) with the same prompt across
-// training, or side by side with another run's (the compare page); the distribution of a numeric
+// a row opened in full below (chat as a conversation, an agent's trajectory as turns with its tool
+// calls, their results and rewards; a completion's tokens coloured by a value per token; images
+// inline: sampletext.js) with the same prompt across training, or side by side with another run's (the compare page); the distribution of a numeric
 // column at the step and its mean at every step. User data is only ever inserted as text.
 import { api, chartsLoaded, dropChart, el, fmtNum, lineChart, plural } from "./common.js";
+import { briefList, drawChat, isChat, tokenView } from "./sampletext.js";
 
 const ROW_HEIGHT = 88;  // px: a row shows its first lines; a click shows all of it
 const OVERSCAN = 8;     // rows drawn above and below the view
@@ -28,6 +30,7 @@ class SamplesView {
     this.runId = runId;
     this.base = `/api/runs/${encodeURIComponent(runId)}/samples`;
     this.key = null; this.steps = []; this.sort = null; this.data = null; this.column = null;
+    this.tokenBy = null;  // the value per token the tokens are coloured by, kept from row to row
     this.keySelect = document.getElementById("sample-key");
     this.slider = document.getElementById("sample-step");
     this.grep = document.getElementById("sample-grep");
@@ -123,13 +126,10 @@ class SamplesView {
       img.src = `/api/runs/${encodeURIComponent(this.runId)}/media/${value.split("/").map(encodeURIComponent).join("/")}`;
       img.alt = value;
       box.appendChild(img);
-    } else if (Array.isArray(value) && value.every(m => m && typeof m === "object" && "role" in m)) {
-      box.classList.add("chat");
-      for (const m of value) {
-        const msg = el("div", null, `msg msg-${String(m.role).replace(/[^a-z]/gi, "")}`);
-        msg.append(el("b", String(m.role)), el("span", typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
-        box.appendChild(msg);
-      }
+    } else if (isChat(value)) {
+      drawChat(value, box, brief);
+    } else if (brief && Array.isArray(value)) {
+      box.textContent = briefList(value);  // tokens, a value per token: their count and first few
     } else if (typeof value === "number") {
       box.textContent = fmtNum(value);
       box.classList.add("num");
@@ -143,6 +143,7 @@ class SamplesView {
     const detail = document.getElementById("sample-detail");
     detail.hidden = false;
     const parts = [el("h3", `${sample.key} · step ${sample.step} · row ${sample.index + 1}`)];
+    if (this.columns.some(c => this.data.columns[c] === "sequence")) parts.push(this.tokens(sample));
     for (const c of this.columns) {
       const line = el("div", null, "detail-cell");
       line.append(el("div", c, "detail-name"), this.cell(sample.row[c], this.data.columns[c], false));
@@ -158,6 +159,19 @@ class SamplesView {
     }
     detail.replaceChildren(...parts);
     detail.scrollIntoView({ block: "nearest" });
+  }
+  // The row's tokens coloured by a value per token, once the server has said which (its row in full
+  // carries `tokens`, aligned as reader.tokens.tokens_of aligns them); nothing where it has none.
+  tokens(sample) {
+    const box = el("div", null, "tokens");
+    box.hidden = true;
+    const q = new URLSearchParams({ key: sample.key, step: sample.step, index: sample.index });
+    if (typeof sample.time === "number") q.set("time", String(sample.time));  // of the tables at the step, this one
+    api(`${this.base}/row?${q}`).then(full => {
+      if (!full.tokens || !box.isConnected) return;
+      box.replaceWith(tokenView(full.tokens, this.tokenBy, by => { this.tokenBy = by; }));
+    }).catch(e => { box.hidden = false; box.textContent = e.message; box.classList.add("error"); });
+    return box;
   }
   // A link to the compare page: this row's prompt at this step, beside the same prompt in another run
   // (only the runs that have a table under this key are offered: GET /api/samples/runs).

@@ -5,7 +5,7 @@
 // values go with which token the server says (GET /api/runs/{id}/samples/row's `tokens`,
 // reader.tokens.tokens_of); this module only draws. User data is only ever inserted as text.
 import { el, fmtNum } from "./common.js";
-import { viridis } from "./many.js";
+import { viridis } from "./common.js";
 
 const LONG_TURN = 500;      // characters: a turn longer than this is folded (the first and last aside)
 const LONG_LINES = 8;       // lines, likewise

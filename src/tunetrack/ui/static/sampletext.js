@@ -4,8 +4,7 @@
 // agent's trajectory with its tool calls, each call's result under it and a reward per turn. Which
 // values go with which token the server says (GET /api/runs/{id}/samples/row's `tokens`,
 // reader.tokens.tokens_of); this module only draws. User data is only ever inserted as text.
-import { el, fmtNum } from "./common.js";
-import { viridis } from "./common.js";
+import { el, fmtNum, viridis } from "./common.js";
 
 const LONG_TURN = 500;      // characters: a turn longer than this is folded (the first and last aside)
 const LONG_LINES = 8;       // lines, likewise

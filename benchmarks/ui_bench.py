@@ -180,7 +180,7 @@ def use_table(page: Any, prefix: str) -> dict[str, list[float]]:
 def table_drawn(page: Any, runs: int) -> Any:
     """Whether the runs table holds all ``runs`` and has drawn its first screen of rows (only the rows
     on screen are drawn)."""
-    status = f"{runs} of {runs} runs"
+    status = f"{runs:,} of {runs:,} runs"  # as the page writes numbers (toLocaleString, en-US)
     return lambda: page.inner_text("#status") == status and page.locator("#runs tbody tr").count()
 
 

@@ -104,3 +104,86 @@ def test_the_table(sweep):
         cli, ["compare", "--dir", str(root), "--project", "sweep", "--group-by", "lr", "--metric", "state"]
     )
     assert bad.exit_code == 1 and "is not a metric" in bad.stderr
+
+
+@pytest.fixture(scope="module")
+def moe_sweep(tmp_path_factory):
+    """Six mixture-of-experts runs (two capacity factors × three seeds), each logging the load of 4
+    layers × 8 experts over 20 steps (one expert's load missing at odd steps), and the raw loads."""
+    import tunetrack
+
+    root = tmp_path_factory.mktemp("moe-sweep")
+    raw: dict[tuple[float, int], np.ndarray] = {}
+    for capacity in (1.0, 1.25):
+        for seed in range(3):
+            rng = np.random.default_rng(seed + int(capacity * 100))
+            loads = rng.gamma(2.0, capacity, size=(20, 4, 8))
+            run = tunetrack.Tracker(project="moe", dir=root, system=False, console=False)
+            run.log_config({"capacity": capacity, "seed": seed})
+            for step in range(20):
+                row = {
+                    f"moe/layer{layer}/expert{e}/load": float(loads[step, layer, e])
+                    for layer in range(4)
+                    for e in range(8)
+                    if not (layer == 3 and e == 7 and step % 2)
+                }
+                run.log({"loss": 1.0 / (step + 1), **row}, step=step)
+            run.finish()
+            raw[(capacity, seed)] = loads
+    return root, raw
+
+
+@pytest.mark.parametrize(
+    ("agg", "across"), [("max", "max"), ("last", "median"), ("min", "mean"), ("max", "p95")]
+)
+def test_a_pattern_of_keys_folded_across(moe_sweep, agg, across):
+    root, raw = moe_sweep
+    out = compare(
+        root, "--project", "moe", "--group-by", "capacity",
+        "--metric", f"moe/layer*/expert*/load:{agg}", "--across", across,
+    )  # fmt: skip
+    assert out["across"] == across
+    assert len(out["groups"]) == 2
+    fold = {"max": np.max, "median": np.median, "mean": np.mean, "p95": lambda v: np.percentile(v, 95)}[
+        across
+    ]
+    for g in out["groups"]:
+        per_run = []
+        for seed in range(3):
+            loads = raw[(g["key"]["capacity"], seed)]  # step × layer × expert
+            kept = np.ones(loads.shape, bool)
+            kept[1::2, 3, 7] = False  # the expert missing at odd steps
+            per_key = []
+            for layer in range(4):
+                for e in range(8):
+                    v = loads[kept[:, layer, e], layer, e]
+                    per_key.append({"max": v.max(), "min": v.min(), "last": v[-1]}[agg])
+            per_run.append(fold(np.array(per_key)))
+        assert g["n"] == 3
+        assert g["mean"] == pytest.approx(np.mean(per_run), rel=1e-12)
+        assert (g["min"], g["max"]) == pytest.approx((min(per_run), max(per_run)), rel=1e-12)
+
+
+def test_a_pattern_folded_in_the_table_and_its_errors(moe_sweep):
+    root, _ = moe_sweep
+    base = ["compare", "--dir", str(root), "--project", "moe", "--group-by", "capacity", "--metric"]
+    table = CliRunner().invoke(cli, [*base, "moe/layer*/expert*/load:max", "--across", "max"])
+    assert table.exit_code == 0, table.output
+    assert "moe/layer*/expert*/load:max, max across its keys" in " ".join(table.output.split())
+    assert "1.25" in table.output
+    for args, said in [
+        (
+            ["moe/layer*/load"],
+            "is a pattern of keys: say how to fold them (--across mean, min, p5, median, p95, max)",
+        ),
+        (["loss", "--across", "max"], "--across folds a pattern of keys"),
+        (
+            ["moe/layer*/load", "--across", "p50"],
+            "--across 'p50': use one of mean, min, p5, median, p95, max",
+        ),
+        (["moe/layr*/load", "--across", "max"], "did you mean moe/layer*/expert*/load"),
+    ]:
+        out = CliRunner().invoke(cli, [*base, *args])
+        assert out.exit_code != 0 and "Traceback" not in out.output
+        assert said in out.output, out.output
+        assert len(out.output.strip().splitlines()) == 1, out.output

@@ -4,7 +4,8 @@ the console-script entry point.
 The commands parse arguments and call the read API (``tunetrack.reader``, which also renames, tags,
 notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export``):
 
-- ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``diff``, ``compare``, ``export``, ``samples``, ``report``
+- ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``export``, ``samples``, ``report``
+- ``comparing``: ``diff``, ``compare``
 - ``producing``: ``artifacts``, ``lineage``
 - ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
@@ -26,14 +27,13 @@ import sys
 import click
 
 from .asking import mcp_command, query_command
+from .comparing import compare_command, diff_command
 from .errors import Group
 from .managing import note_command, parquet_command, rename_command, rm_command, tag_command
 from .moving import import_group, sync_backend_command, sync_command
 from .producing import artifacts_command, lineage_command
 from .reading import (
     checkpoints_command,
-    compare_command,
-    diff_command,
     export_command,
     logs_command,
     ls_command,

@@ -10,20 +10,28 @@ configuration gives), None for a group of one run. A run without the metric is k
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import same, setting
 from ..config.names import bookkeeping
 from ..metric_keys import minimized, spelled
 from ..values import is_finite_number, missing_last
+from .across import matching
+from .families import families
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 from .where import Field, Lookup, known_of, require, run_lookup
 from .where import field as parse_field
 
 if TYPE_CHECKING:
     from .run import Run
+
+#: how ``compare --across`` folds a pattern's keys into one value a run: a name and its percentile
+ACROSS: dict[str, float] = {"mean": -1.0, "min": 0.0, "p5": 5.0, "median": 50.0, "p95": 95.0, "max": 100.0}
+#: the characters that make a metric a pattern of keys
+GLOB = re.compile(r"[*?\[]")
 
 #: ``--group-by all-but-seed``: every config key but the seeds and the other bookkeeping
 ALL_BUT_SEED = "all-but-seed"
@@ -100,18 +108,65 @@ def group_runs(
     by: str | Sequence[str],
     metric: str | Field,
     best: Mapping[str, bool] | None = None,
+    across: str | None = None,
 ) -> tuple[list[str], list[Group]]:
     """``(the keys grouped by, the groups)``, best group first (by the mean of ``metric``, which is
     ``KEY[:last|min|max|best]``, ``where.field``: lowest first for a loss, as ``best`` says), groups
-    without a value last. A metric no run has is an ``UnknownName``."""
+    without a value last. A metric no run has is an ``UnknownName``. A pattern of keys needs
+    ``across`` (``ACROSS``), which folds each run's matching keys into one value (``fold_keys``)."""
     what = metric_field(metric)
     keys, groups = partition(runs, [r.flat_config for r in runs], by)
-    lookups = {id(r): run_lookup(r, best) for r in runs}
-    require([what], runs, lambda r: lookups[id(r)], lambda: known_of(runs))
+    if is_pattern(what.key) or across is not None:
+        lookup = _folding(runs, what, across, best)
+    else:
+        lookups = {id(r): run_lookup(r, best) for r in runs}
+        require([what], runs, lambda r: lookups[id(r)], lambda: known_of(runs))
+        lookup = lambda r: lookups[id(r)]  # noqa: E731
     for group in groups:
-        group.values = values_of(group.runs, lambda r: lookups[id(r)], what)
+        group.values = values_of(group.runs, lookup, what)
     lower = {"min": True, "max": False}.get(what.agg, spelled(best).get(what.key, minimized(what.key)))
     return keys, missing_last(groups, lambda g: g.mean, descending=not lower)
+
+
+def is_pattern(key: str) -> bool:
+    """Whether a metric names a pattern of keys (``moe/layer*/expert*/load``) rather than one key."""
+    return GLOB.search(key) is not None
+
+
+def fold_keys(run: Run, what: Field, across: str, best: Mapping[str, bool] | None = None) -> float | None:
+    """``what``'s aggregate (``KEY:AGG``, KEY a pattern) of each of ``run``'s keys that the pattern
+    matches, folded into one number by ``across`` (a percentile by linear interpolation, NumPy's, as
+    the band of ``reader.across`` has it; or the mean); None where no matching key has a number."""
+    import numpy as np
+
+    lookup = run_lookup(run, best)
+    found = [lookup(replace(what, key=key, exact=True)) for key in matching(list(run.aggregates()), what.key)]
+    values = np.array([float(v) for v in found if is_finite_number(v)])
+    if not values.size:
+        return None
+    q = ACROSS[across]
+    return float(values.mean() if q < 0 else np.percentile(values, q))
+
+
+def _folding(
+    runs: Sequence[Run], what: Field, across: str | None, best: Mapping[str, bool] | None
+) -> Callable[[Run], Lookup]:
+    """Each run's ``Lookup`` of a pattern metric: its keys folded by ``across``. A pattern without
+    ``across``, ``across`` without a pattern, and a pattern no run's key matches are errors that say
+    which, never an empty table."""
+    names = ", ".join(ACROSS)
+    if across is None:
+        raise ValueError(
+            f"--metric {what.key!r} is a pattern of keys: say how to fold them (--across {names})"
+        )
+    if across not in ACROSS:
+        raise ValueError(f"--across {across!r}: use one of {names}")
+    if not is_pattern(what.key):
+        raise ValueError(f"--across folds a pattern of keys (moe/layer*/load); {what.key!r} is one key")
+    if not any(matching(list(r.aggregates()), what.key) for r in runs):
+        keys = known_of(runs).metrics
+        raise unknown("metric pattern", what.key, [*families(keys), *keys])
+    return lambda r: lambda _field: fold_keys(r, what, across, best)
 
 
 def metric_field(metric: str | Field) -> Field:

@@ -867,6 +867,8 @@ ELSEWHERE = {
     "tunetrack artifacts sft-adapter:v2": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack artifacts sft-adapter:production": "tests/test_artifacts.py::test_the_cli_lists_promotes_downloads_and_walks_lineage",
     "tunetrack skills": "tests/test_skills.py",
+    "tunetrack compare --project moe-sweep": "a pattern of keys folded across (no adapter logs per-expert loads): "
+    "tests/test_groups.py::test_a_pattern_of_keys_folded_across",
     "tunetrack tui": "tests/test_tui.py (each docs line as the CLI parses it; Textual's pilot; tmux), "
     "tests/test_tui_panes.py, tests/test_tui_system.py, tests/objectstore/test_tui.py, and "
     "test_the_terminal_view_on_the_real_runs (this module)",

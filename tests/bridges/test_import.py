@@ -221,12 +221,19 @@ def test_wandb_offline_round_trip(root, tmp_path):
     env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DIR": str(tmp_path)}
     run_script(
         """
+        import numpy as np
+        import torch
         import wandb
         run = wandb.init(project="sft", name="good", config={"lr": 3e-4, "model": {"layers": 2}}, tags=["a", "b"])
+        model = torch.nn.Linear(4, 2)
+        run.watch(model, log="gradients", log_freq=1)  # W&B's own gradient histograms
         for step in range(500):
             row = {"train/loss": 2.0 / (step + 1), "note": "text"}
             if step % 100 == 0:
                 row["eval/acc"] = step / 500
+                row["weights"] = wandb.Histogram(np.random.default_rng(step).normal(size=1000))
+                row["counted"] = wandb.Histogram(np_histogram=([1, 2, 3], [0.0, 0.5, 1.5, 3.0]))
+                model(torch.randn(8, 4)).pow(2).sum().backward()
             run.log(row, step=step)
         run.finish()
         run = wandb.init(project="sft", name="bad", config={"lr": 1.0})
@@ -254,6 +261,21 @@ def test_wandb_offline_round_trip(root, tmp_path):
     ]
     assert [(s, v) for s, _, v in points(good, "eval/acc")] == [(s, s / 500) for s in range(0, 500, 100)]
     assert {r["note"] for r in good.rows()} == {"text"}
+    # histograms, as W&B's reader has them: wandb.Histogram's, and wandb.watch's of the gradients
+    assert not [k for k in good.keys() if "._type" in k or k.endswith((".values", ".bins"))]
+    grads = sorted(
+        k[: -len("._type")] for k in history[0] if k.startswith("gradients/") and k.endswith("._type")
+    )
+    assert grads == ["gradients/bias", "gradients/weight"]
+    ours = good.histograms()
+    assert sorted(ours) == sorted(["weights", "counted", *grads])
+    for key in ["weights", "counted", *grads]:
+        theirs = {s: item for s, item in history.items() if f"{key}.values" in item}
+        assert [h.step for h in ours[key]] == sorted(theirs) and len(theirs) >= 5
+        for h in ours[key]:
+            item = theirs[h.step]
+            assert h.counts.tolist() == item[f"{key}.values"]
+            assert h.edges.tolist() == item[f"{key}.bins"]
     assert good.system_keys(), "W&B's system samples come along"
     assert good.hosts == [socket.gethostname()]
     bad = open_run("bad", dir=root)

@@ -3,8 +3,9 @@
 PATH is a ``wandb/`` folder, a run folder (``offline-run-*`` from offline mode, ``run-*`` from online
 runs) or a ``run-<id>.wandb`` file. Each run file is read with W&B's own reader (``wandb leet inspect
 --json``, W&B 0.31 or later), so no W&B server or login is needed. Imported: the run's config, every
-history row with its step and ``_timestamp`` (scalars; tables, images and W&B's own ``_*`` keys are
-left out), W&B's system metrics (its ``stats`` records) as the run's system metrics, tags, name,
+history row with its step and ``_timestamp`` (scalars, and ``wandb.Histogram`` values, W&B's
+``wandb.watch``'s gradients included, as ``tunetrack.Histogram``s; tables, images and W&B's own ``_*``
+keys are left out), W&B's system metrics (its ``stats`` records) as the run's system metrics, tags, name,
 project, and the state from the exit code (0: finished; 130, 137, 143: killed; other: failed; no exit
 record: crashed once the file has been silent past tunetrack's staleness limit, else the run is still
 going and is left for a later import). A resumed W&B run writes one folder per attempt: each becomes
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...backends.base import Row
+from ...histograms import HISTOGRAM, Histogram
 from ...states import State
 from .source import Imported, SourceError, SourceRun, number, scalars, settled
 
@@ -80,6 +82,23 @@ def _special(value: Any) -> Any:
     return float(value) if value in _NON_FINITE else value
 
 
+def _histograms(item: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Histogram]]]:
+    """A history item without its histograms, and them. W&B's reader flattens a histogram
+    (``wandb.Histogram``, and ``wandb.watch``'s gradients and parameters) into ``KEY._type``
+    (``"histogram"``), ``KEY.values`` (the counts) and ``KEY.bins`` (the edges)."""
+    keys = [k[: -len("._type")] for k, v in item.items() if k.endswith("._type") and v == HISTOGRAM]
+    if not keys:
+        return item, []
+    found = []
+    for key in keys:
+        parts = {k[len(key) + 1 :]: item.pop(k) for k in [k for k in item if k.startswith(f"{key}.")]}
+        try:
+            found.append((key, Histogram(counts=parts.get("values") or [], edges=parts.get("bins") or [])))
+        except ValueError:  # a histogram W&B wrote in a shape this does not know: left out, as tables are
+            continue
+    return item, found
+
+
 def _time(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
@@ -89,6 +108,7 @@ def _run(file: Path) -> SourceRun | Imported:
     config: dict[str, Any] = {}
     rows: list[Row] = []
     system: list[Row] = []
+    events: list[tuple[str, int, float, dict[str, Any]]] = []
     exit_code: int | None = None
     step = 0
     for record in _records(file):
@@ -102,9 +122,12 @@ def _run(file: Path) -> SourceRun | Imported:
         elif kind == "history":
             item = body.get("item") or {}
             step = int((body.get("step") or {}).get("num", item.get("_step", step)) or 0)
+            when = float(item.get("_timestamp") or 0.0)
+            item, found = _histograms(item)
+            events.extend((HISTOGRAM, step, when, h.data(key)) for key, h in found)
             values = scalars({k: _special(v) for k, v in item.items() if not k.startswith("_")})
             if values:
-                rows.append((step, float(item.get("_timestamp") or 0.0), values))
+                rows.append((step, when, values))
         elif kind == "stats" and body.get("timestamp"):
             values = {
                 k: number(v) for k, v in (body.get("item") or {}).items() if isinstance(v, (int, float))
@@ -135,6 +158,7 @@ def _run(file: Path) -> SourceRun | Imported:
         ended=rows[-1][1] if rows else created,
         error=f"exit code {exit_code}" if state == State.FAILED else None,
         system=lambda: system,
+        events=lambda: events,
         host=info.get("host") or None,
         origin={"from": "wandb", "path": str(file.resolve()), "run_id": info.get("run_id")},
     )

@@ -8,7 +8,7 @@ import pytest
 
 from support.helpers import run_script
 from support.wandb_files import read_run, run_files
-from tunetrack import Tracker
+from tunetrack import Histogram, Tracker
 from tunetrack.backends.wandb import WandbBackend, wandb_id
 
 
@@ -39,6 +39,7 @@ def test_a_run_mirrored_into_wandb_offline(root, wandb_dir):
             step=step,
         )
     t.log_text("samples", "Once upon a time", step=50)
+    t.log({"grads": Histogram(counts=[1, 4, 2], edges=[-1.0, 0.0, 0.5, 2.0])}, step=50)
     t.finish()
     (path,) = run_files(wandb_dir)
     got = read_run(path)
@@ -50,6 +51,8 @@ def test_a_run_mirrored_into_wandb_offline(root, wandb_dir):
     assert [s for s in history if "eval/loss" in history[s]] == [25, 50]
     assert not any("note" in row for row in history.values())
     assert history[50]["samples/_type"] == "table-file" and history[50]["samples/nrows"] == 1
+    assert history[50]["grads/_type"] == "histogram"
+    assert (history[50]["grads/values"], history[50]["grads/bins"]) == ([1, 4, 2], [-1.0, 0.0, 0.5, 2.0])
     assert got["exit_code"] == 0
 
 
@@ -59,7 +62,7 @@ def test_failed_and_resumed_runs_by_name(root, wandb_dir):
     env = {"TUNETRACK_BACKENDS": "wandb", "WANDB_PROJECT": "team", "WANDB_DIR": str(wandb_dir)}
     first = run_script(
         f"""
-        from tunetrack import Tracker
+        from tunetrack import Histogram, Tracker
         t = Tracker(dir={str(root)!r}, name="resumable", system=False).start()
         print(t.id)
         for step in range(1, 81):
@@ -71,7 +74,7 @@ def test_failed_and_resumed_runs_by_name(root, wandb_dir):
     run_id = first.stdout.split()[-1]
     run_script(
         f"""
-        from tunetrack import Tracker
+        from tunetrack import Histogram, Tracker
         t = Tracker(dir={str(root)!r}, resume={run_id!r}, resume_step=50, system=False).start()
         for step in range(51, 101):
             t.log({{"loss": 2.0}}, step=step)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .._warnings import warn_once
+from ..histograms import HISTOGRAM
 from ..states import State
 from .base import Row, RunInfo
 
@@ -93,10 +94,11 @@ class WandbBackend:
 
     def log_event(self, event: dict[str, Any]) -> None:
         """Text samples as a ``wandb.Table`` (one row per sample, columns from its fields); images as
-        ``wandb.Image``. An event can reach the backend before the rows logged just before it: it is
+        ``wandb.Image``; histograms (``tunetrack.Histogram``) as ``wandb.Histogram``, their bins and
+        counts as they are. An event can reach the backend before the rows logged just before it: it is
         held until the rows pass its step, then logged at its step (or at W&B's current step if the
         rows are already past it), so neither the event nor a row is dropped."""
-        if event.get("kind") in ("text", "image"):
+        if event.get("kind") in ("text", "image", HISTOGRAM):
             self._events.append(event)
         elif event.get("kind") == "checkpoint":
             self._checkpoint(event)
@@ -141,6 +143,9 @@ class WandbBackend:
                     {key: wandb.Table(columns=columns, data=[[r.get(c) for c in columns] for r in samples])},
                     step=step,
                 )
+            elif kind == HISTOGRAM:
+                drawn = (event.get("counts") or [], event.get("edges") or [])
+                self._run.log({key: wandb.Histogram(np_histogram=drawn)}, step=step)
             elif self._info is not None and isinstance(self._info.dir, Path):
                 path = self._info.dir / str(event.get("path"))
                 if path.is_file():

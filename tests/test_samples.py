@@ -346,3 +346,31 @@ def test_a_wandb_table_is_a_typed_table_with_its_images(root, monkeypatch):
     (sample,) = got
     assert sample["step"] == 5 and sample["row"]["score"] == 3 and sample["row"]["prompt"] == "hello"
     assert sample["row"]["picture"].endswith(".png")
+
+
+def test_one_element_arrays_are_sequences_beside_longer_ones(tmp_path):
+    """A completion of one token has a value list of one (pandas reads TRL's Parquet list columns as
+    arrays): still a sequence, so the column keeps its kind; a 0-d array or tensor is a number."""
+    with Tracker(dir=tmp_path, name="one", system=False, console=False) as t:
+        t.log_table(
+            "completions",
+            [
+                {
+                    "tokens": np.array(["a", "b"], dtype=object),
+                    "logprob": np.array([-0.1, -0.2]),
+                    "r": np.float32(1),
+                },
+                {
+                    "tokens": np.array(["c"], dtype=object),
+                    "logprob": np.array([-0.4]),
+                    "r": torch.tensor(0.5),
+                },
+                {"tokens": ["d"], "logprob": torch.tensor([-0.3]), "r": np.array(2.0)},
+            ],
+            step=1,
+        )
+    (table,) = open_run("one", tmp_path).sample_tables("completions")
+    assert table.columns() == {"tokens": "sequence", "logprob": "sequence", "r": "number"}
+    assert [row["logprob"] for row in table.rows()] == [[-0.1, -0.2], [-0.4], [pytest.approx(-0.3)]]
+    assert [row["tokens"] for row in table.rows()] == [["a", "b"], ["c"], ["d"]]
+    assert [row["r"] for row in table.rows()] == [1.0, 0.5, 2.0]

@@ -214,22 +214,23 @@ def _json(value: Any) -> str:
 
 
 def _default(value: Any) -> Any:
-    if _is_array(value):
+    if getattr(value, "ndim", 0) and hasattr(value, "tolist"):  # an array or tensor of any shape
         return value.tolist()
     plain = to_plain(value)
     return str(value) if plain is DROP else plain
 
 
 def _is_scalar(value: Any) -> bool:
-    """A NumPy scalar, or a one-element array or tensor."""
-    size = getattr(value, "size", None)
-    numel = getattr(value, "numel", None)
-    return hasattr(value, "item") and (size == 1 or (callable(numel) and numel() == 1))
+    """A NumPy scalar, or a 0-dimensional array or tensor (``rewards[i]``). A 1-D one of one element
+    is a sequence like any other (one token's values, where its neighbours hold eight): read as a
+    number it would make the column's kinds differ and the whole column text."""
+    return hasattr(value, "item") and getattr(value, "ndim", None) == 0
 
 
 def _is_array(value: Any) -> bool:
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, numpy.ndarray)
+    """A 1-D NumPy array or tensor: a sequence (token ids, a value per token)."""
+    module = type(value).__module__
+    return (module.startswith("numpy") or module.startswith("torch")) and getattr(value, "ndim", None) == 1
 
 
 def _is_image(value: Any) -> bool:

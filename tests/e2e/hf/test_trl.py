@@ -11,6 +11,7 @@ from real_runs import COMMON as TRAINING
 
 from tunetrack.integrations.transformers import TunetrackCallback
 from tunetrack.reader import open_run
+from tunetrack.reader.tokens import tokens_of
 
 COMMON = {**TRAINING, "learning_rate": 1e-3}
 
@@ -82,9 +83,13 @@ def test_grpo_with_completions(tmp_path, root):
 
     tok = build_tokenizer()
 
-    def length_reward(completions, log_extra=None, **kw):
+    def length_reward(completions, completion_ids, log_extra=None, **kw):
         if log_extra is not None:  # TRL's extra columns of the completions table
             log_extra("length", [len(c) for c in completions])
+            # values per token, as a reward function that scores tokens sees them (TRL hands it the ids)
+            tokens = [[tok.decode([i]) for i in ids] for ids in completion_ids]
+            log_extra("tokens", tokens)
+            log_extra("token_reward", [[-0.1 * len(t.strip()) for t in row] for row in tokens])
         return [-abs(len(c) - 10) / 10 for c in completions]
 
     def broken_reward(completions, **kw):
@@ -141,11 +146,26 @@ def test_grpo_with_completions(tmp_path, root):
         "length_reward",
         "broken_reward",
         "length",
+        "token_reward",
+        "tokens",
         "advantage",
     ]
     # TRL's rows, and the total reward beside the reward functions' columns (TRL's table has none)
     assert [list(s["row"]) for s in got] == [
-        ["step", "prompt", "completion", "length_reward", "broken_reward", "reward", "length", "advantage"]
+        [
+            *[
+                "step",
+                "prompt",
+                "completion",
+                "length_reward",
+                "broken_reward",
+                "reward",
+                "length",
+                "token_reward",
+                "tokens",
+                "advantage",
+            ]
+        ]
         for _ in theirs
     ]
     assert all(
@@ -166,8 +186,16 @@ def test_grpo_with_completions(tmp_path, root):
         "broken_reward": "number",
         "reward": "number",
         "length": "number",
+        "token_reward": "sequence",
+        "tokens": "sequence",
         "advantage": "number",
     }
+    # the values per token, aligned with the completion's tokens as the reward function saw them
+    for s, row in zip(got, theirs):
+        aligned = tokens_of(s["row"])
+        assert aligned is not None and aligned.column == "tokens"
+        assert aligned.tokens == list(row["tokens"]) and 1 <= len(aligned.tokens) <= 8  # cut at EOS
+        assert aligned.values == {"token_reward": list(row["token_reward"])}
 
 
 def _same(ours: dict, theirs: dict) -> bool:
@@ -175,6 +203,8 @@ def _same(ours: dict, theirs: dict) -> bool:
     import math
 
     def same(a, b):
+        if hasattr(b, "tolist"):  # a list column, as pandas reads it back from TRL's Parquet
+            b = b.tolist()
         if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
             return True
         return a == b

@@ -438,3 +438,50 @@ def test_checkpoints_artifacts_and_lineage_through_the_sdk_client(root, tmp_path
     }
     assert "no checkpoint has 'accuracy'; their metrics: eval_loss" in answers[3][1]
     assert "saved no checkpoint at step 3; it saved at [2, 4]" in answers[4][1]
+
+
+def test_a_run_of_many_keys_folded_for_an_agent(tmp_path):
+    """A mixture-of-experts run (4 layers × 16 experts of load, beside its loss): get_run's summary and
+    get_metrics' key list hold one entry for the family; a glob reads as the band of its keys'
+    percentiles (equal to NumPy's on the raw values), and a glob nothing matches is one line."""
+    import numpy as np
+
+    root = tmp_path / "runs"
+    loads = np.random.default_rng(0).gamma(2.0, 1.0, size=(30, 64))
+    keys = [f"moe/layer{layer}/expert{e}/load" for layer in range(4) for e in range(16)]
+    with Tracker(name="moe", dir=root, system=False, console=False) as t:
+        for step in range(30):
+            t.log({"loss": 1.0 / (step + 1), **dict(zip(keys, loads[step].tolist()))}, step=step)
+    pattern = "moe/layer*/expert*/load"
+    _, answers = call(
+        root,
+        [
+            ("get_run", {"run": "moe"}),
+            ("get_metrics", {"runs": ["moe"]}),
+            ("get_metrics", {"runs": ["moe"], "keys": [pattern, "loss"], "points": 200}),
+            ("get_metrics", {"runs": ["moe"], "keys": ["moe/layr*/load"]}),
+            ("get_run", {"run": "moe", "full": True}),
+        ],
+    )
+    (_, run), (_, listed), (_, band), (failed, missing), (_, full) = answers
+    summary = json.loads(run)["summary"]
+    assert list(summary) == ["loss", pattern]
+    assert summary[pattern] == {
+        "keys": 64,
+        "median": pytest.approx(float(np.median(loads[-1]))),
+        "min": pytest.approx(float(loads.min())),
+        "max": pytest.approx(float(loads.max())),
+        "step": 29,
+    }
+    assert len(json.loads(full)["summary"]) == 65  # full: every key
+    (metrics,) = json.loads(listed)
+    assert metrics["keys"] == ["loss", pattern] and metrics["key_count"] == 65
+    assert list(metrics["series"]) == ["loss"]
+    (metrics,) = json.loads(band)
+    got = metrics["series"][pattern]
+    assert got["keys"] == 64 and got["steps"] == list(range(30))
+    want = np.percentile(loads, [5, 50, 95, 100], axis=1)
+    for i, name in enumerate(("p5", "p50", "p95", "max")):
+        assert got[name] == pytest.approx(want[i].tolist())
+    assert metrics["series"]["loss"]["count"] == 30
+    assert failed and "did you mean moe/layer*/expert*/load" in missing and "\n" not in missing.strip()

@@ -21,7 +21,10 @@ from .. import aggregates, metric_keys
 from ..edits import author
 from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
+from ..reader.across import band_points, matching
 from ..reader.as_text import last_lines, overview, samples_listed, short
+from ..reader.families import SUMMARY_SHOWN, family_summary, fold
+from ..reader.groups import is_pattern
 from ..reader.names import unknown
 from ..reader.samples import cell_text, select, step_of, steps_of, visible
 from ..reader.where import MISSING, grep_error, ordered
@@ -157,7 +160,9 @@ class Tools:
         """One run: its overview (as ``tunetrack show`` words it), why it died (``failure``, the known
         failure it ended in, and ``error``, the exception's own line), the last console lines of a run
         that failed, was killed or crashed (those before its traceback), the tables of samples it holds,
-        config, summary per metric, and its latest events. Long texts are cut unless ``full``."""
+        config, summary per metric (past 40 keys, a family of keys that differ only in their numbers
+        is one entry: ``moe/layer*/expert*/load`` with its key count, the median of their last values,
+        the least min and the most max), and its latest events. Long texts are cut unless ``full``."""
         r = self.catalog.open(run)
         events = r.events()
         shown = events if full else events[-10:]
@@ -176,10 +181,7 @@ class Tools:
                 "config": {
                     k: _cut(str(v), full) if isinstance(v, str) else v for k, v in r.flat_config.items()
                 },
-                "summary": {
-                    k: {f: s[f] for f in ("last", "min", "max", "step", "count")}
-                    for k, s in r.summary().items()
-                },
+                "summary": _summary(r.summary(), full),
                 "events": [
                     {k: _cut(str(v), full) if isinstance(v, str) else v for k, v in e.items()} for e in shown
                 ],
@@ -193,9 +195,11 @@ class Tools:
     def get_metrics(self, runs: list[str], keys: list[str] | None = None, points: int = 60) -> str:
         """Metric series of one or more runs, each thinned to about ``points`` points (the first,
         last, lowest and highest of each stretch are kept, so a spike is never lost). Without
-        ``keys``: the losses (or the first few keys) and every key's name. A key may be spelled as
-        another framework spells it (``eval/loss`` finds ``eval_loss``); one that none of the runs
-        has is an error naming the closest."""
+        ``keys``: the losses (or the first few keys) and every key's name (past 40 keys, the keys that
+        differ only in their numbers as one glob, ``moe/layer*/expert*/load``). A key may be spelled
+        as another framework spells it (``eval/loss`` finds ``eval_loss``), or be a glob: the band of
+        its keys' values at each step (p5, p50, p95 and max across the keys). A key or glob that none
+        of the runs has is an error naming the closest."""
         out = []
         width = max(int(points) // 4, 1)
         opened = [self.catalog.open(ref) for ref in runs]
@@ -205,13 +209,19 @@ class Tools:
             wanted = keys or metric_keys.loss_columns(available) or available[:3]
             series: dict[str, Any] = {}
             for key in wanted:
+                if is_pattern(key):
+                    series[key] = _band(r, key, max(int(points), 4))
+                    continue
                 s = present(r.series(key, strict=False))
                 if not len(s) or s.values.dtype.kind not in "fiub":
                     series[key] = {"count": len(s)}
                     continue
                 steps, values = chart_points(s.steps, s.values, width)
                 series[key] = {"count": len(s), "steps": steps, "values": values}
-            out.append({"run": r.id, "name": r.name, "keys": available, "series": series})
+            names = [name for name, _ in fold(dict.fromkeys(available))]
+            out.append(
+                {"run": r.id, "name": r.name, "keys": names, "key_count": len(available), "series": series}
+            )
         return dumps(out)
 
     def get_logs(
@@ -452,10 +462,44 @@ class Tools:
 
 
 def _require(keys: list[str], runs: list[Any]) -> None:
-    """An ``UnknownName`` for the first of ``keys`` none of ``runs`` logged under any spelling."""
+    """An ``UnknownName`` for the first of ``keys`` none of ``runs`` logged under any spelling (a glob:
+    that matches none of their keys, offering their families of keys first)."""
     for key in keys:
-        if not any(metric_keys.metric_key(set(r.keys()).__contains__, key) for r in runs):
+        if is_pattern(key):
+            if not any(matching(r.keys(), key) for r in runs):
+                known = [k for r in runs for k in r.keys()]
+                raise unknown(
+                    "metric pattern", key, [name for name, _ in fold(dict.fromkeys(known), 0)] + known
+                )
+        elif not any(metric_keys.metric_key(set(r.keys()).__contains__, key) for r in runs):
             raise unknown("metric", key, [k for r in runs for k in r.keys()])
+
+
+def _summary(summary: dict[str, dict[str, Any]], full: bool) -> dict[str, dict[str, Any]]:
+    """``get_run``'s summary: each key's last, min, max, step and count; past ``SUMMARY_SHOWN`` keys
+    (unless ``full``) a family of keys as one entry, its key count and ``family_summary``."""
+    out = {}
+    for name, keys in fold(summary, len(summary) if full else SUMMARY_SHOWN):
+        if keys == [name]:
+            out[name] = {f: summary[name][f] for f in ("last", "min", "max", "step", "count")}
+        else:
+            out[name] = {"keys": len(keys), **family_summary([summary[k] for k in keys])}
+    return out
+
+
+def _band(run: Any, pattern: str, points: int) -> dict[str, Any]:
+    """The band of the keys ``pattern`` names at each step (``reader.across``: p5, p50, p95, max), at
+    about ``points`` steps (``band_points``: the highest max and the lowest p5 kept)."""
+    view = run.across(pattern)
+    if not view.keys:
+        return {"keys": 0}
+    band = view.band()
+    at = band_points(view.steps, band, points)
+    return {
+        "keys": len(view.keys),
+        "steps": view.steps[at].tolist(),
+        **{n: v[at].tolist() for n, v in band.items()},
+    }
 
 
 def _server_class() -> Callable[..., Any]:

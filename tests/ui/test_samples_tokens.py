@@ -260,3 +260,20 @@ def test_tokens_coloured_and_a_trajectory_as_turns(root, server_factory, page, w
         assert f"found {i}" in text and f"and then {i}?" in text
     assert text.count("words of a long answer") >= 400
     assert page.dialogs == []
+
+
+def test_the_compare_page_words_values_per_token_briefly(root, server_factory, page):
+    """Side by side, a row's lists read as their length and first items (a 1,000-token completion's
+    values used to be printed whole, as JSON)."""
+    ids = []
+    for name in ("a", "b"):
+        with Tracker(dir=root, name=name, system=False, console=False) as run:
+            run.log_table("completions", [completion(1, i) for i in range(2)], step=1)
+        ids.append(run.id)
+    server = server_factory(root)
+    page.set_viewport_size({"width": 1024, "height": 900})
+    page.goto(f"{server.base}/compare?ids={','.join(ids)}&key=completions&step=1&row=0#samples")
+    page.wait_for_selector(".pairs .side .side-meta")
+    meta = page.locator(".pairs .side[data-pair='0'][data-side='a'] .side-meta").inner_text()
+    assert "logprob [3] -0.1, -0.2, -0.3" in meta and 'tokens [3] "t1.0.0", "t1.0.1", "t1.0.2"' in meta
+    assert "[-0.1" not in meta

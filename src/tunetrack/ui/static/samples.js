@@ -313,7 +313,8 @@ export function showSideBySide(ids, start) {
         if (pair.diff) {
           for (const [part, changed] of pair.diff[side]) text.appendChild(changed ? el("mark", part, `changed ${side === "a" ? "gone" : "new"}`) : document.createTextNode(part));
         } else text.textContent = String(sample.row[data.completion_column] ?? "");
-        const meta = shown.filter(c => sample.row[c] !== undefined).map(c => `${c} ${typeof sample.row[c] === "number" ? fmtNum(sample.row[c]) : typeof sample.row[c] === "object" && sample.row[c] !== null ? JSON.stringify(sample.row[c]) : sample.row[c] ?? "—"}`);
+        const brief = v => (typeof v === "number" ? fmtNum(v) : Array.isArray(v) ? briefList(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : v ?? "—");
+        const meta = shown.filter(c => sample.row[c] !== undefined).map(c => `${c} ${brief(sample.row[c])}`);
         box.append(el("div", `row ${sample.index + 1}${meta.length ? " · " + meta.join(" · ") : ""}`, "side-meta"), text);
         grid.appendChild(box);
       }

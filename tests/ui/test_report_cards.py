@@ -151,3 +151,20 @@ def test_the_file_draws_the_cards_and_the_tokens(moe, browser, width):
         page.screenshot(path=str(ARTIFACTS / f"report-cards-{width}.png"), full_page=True)
     finally:
         context.close()
+
+
+def test_a_run_of_10000_keys_makes_a_small_report(tmp_path):
+    """40 x 250 MoE keys over 200 steps: one family card fitted to its width, the summary folded; the
+    file stays about 220 kB (uPlot and the page's code included), not a chart per key."""
+    root = tmp_path / "runs"
+    with Tracker(dir=root, name="moe", system=False, console=False) as t:
+        for step in range(1, 201):
+            row = {f"moe/layer{i}/expert{e}/load": load(i, e, step) for i in range(40) for e in range(250)}
+            t.log({**row, "loss": 2.0 / step}, step=step)
+    html = report.render([open_run(t.id, dir=root)])
+    size = len(html.encode())
+    print(f"\nthe report of a 10,000-key x 200-step run: {size:,} bytes")
+    data = embedded(html)
+    assert [c["key"] for c in data["charts"]] == ["loss"] and len(data["families"]) == 1
+    assert len(data["runs"][0]["summary"]) == 2
+    assert size < 300_000

@@ -1,6 +1,6 @@
 import { align, breathe, chartsReady, constantValue, el, fmtTime, lineChart, markDrawn, row, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
-import { addFamily, drawFamily } from "./many.js";
-import { addDistribution, drawDistribution } from "./dist.js";
+import { drawnFamily } from "./many.js";
+import { drawnDistribution } from "./dist.js";
 import { drawChat, tokenView } from "./sampletext.js";
 
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
@@ -108,15 +108,12 @@ function sampleCell(r, i, text, type) {
   return td;
 }
 // A family of keys as one card (the run page's, many.js), from the band and heatmap in the data; the
-// report holds the family's first and last key and how many, not every name (many.js titles it so).
+// report holds the family's first and last key and how many, not every name.
 async function families() {
   for (const f of REPORT.families) {
-    const keys = Object.assign(new Array(f.keys), { 0: f.first, [f.keys - 1]: f.last });
-    const fam = addFamily(document.getElementById("charts"), f.pattern, keys);
+    const fam = drawnFamily(document.getElementById("charts"), f);
     fam.card.dataset.run = f.run;
     if (several) fam.title.append(` · ${f.label}`);
-    fam.data = f;
-    drawFamily(fam, false);
     await breathe();
   }
 }
@@ -126,10 +123,8 @@ function distributions() {
   if (!REPORT.distributions.length) return;
   show("dist-section");
   for (const d of REPORT.distributions) {
-    const dist = addDistribution(document.getElementById("distributions"), d.key);
+    const dist = drawnDistribution(document.getElementById("distributions"), several ? { ...d, key: `${d.key} · ${d.label}` } : d);
     dist.card.dataset.run = d.run;
-    dist.data = several ? { ...d, key: `${d.key} · ${d.label}` } : d;
-    drawDistribution(dist, false);
   }
 }
 function config() {

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .jsonfile import finite_list
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -206,3 +208,28 @@ def columns(view: OverSteps, width: int) -> Columns:
         high,
         mean,
     )
+
+
+def as_json(view: OverSteps, width: int) -> dict[str, Any]:
+    """What a distribution card draws (the run page's, from GET /api/runs/{id}/distribution; the
+    report's, from its data; the notebook panel's): ``edges``, ``steps`` logged (how many), and per
+    column (``columns(view, width)``): ``starts`` and ``ends`` (its first and last step), ``per``,
+    ``counts``, ``total`` (the values a step of it holds, the mean), ``min`` and ``max`` (the lowest and
+    highest value of its steps), ``mean`` (their values' mean): null where its steps hold no value;
+    ``high``: the largest count of a cell."""
+    shown = columns(view, width)
+    return {
+        "key": view.key,
+        "steps": len(view.steps),
+        "merged": "mean",
+        "edges": view.edges.tolist(),
+        "starts": shown.starts.tolist(),
+        "ends": shown.ends.tolist(),
+        "per": shown.per.tolist(),
+        "counts": shown.counts.tolist(),
+        "high": float(shown.counts.max()) if shown.counts.size else 0.0,
+        "total": shown.total.tolist(),
+        "min": finite_list(shown.low),
+        "max": finite_list(shown.high),
+        "mean": finite_list(shown.mean),
+    }

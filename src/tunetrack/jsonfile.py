@@ -1,8 +1,10 @@
-"""Small JSON files that many processes read while one writes: written atomically, read forgivingly."""
+"""Small JSON files that many processes read while one writes: written atomically, read forgivingly; and
+NumPy's floats as JSON lists, which hold no NaN."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -26,3 +28,9 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def finite_list(values: Any) -> list[float | None]:
+    """A NumPy array of floats as a JSON list, NaN and ±Inf as None: what a page draws as a gap, a
+    cell with no number (JSON has no NaN; the dashboard's answers and the report's data both say so)."""
+    return [v if math.isfinite(v) else None for v in values.tolist()]

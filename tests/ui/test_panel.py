@@ -85,6 +85,50 @@ def test_the_panel_shows_the_latest_samples(page, root):
     page.screenshot(path=str(ARTIFACTS / "panel-samples.png"))
 
 
+def test_a_run_of_many_keys_shows_a_family_card_and_its_distributions(page, root):
+    """4 x 16 MoE keys, a loss and a histogram a step (a real run): the panel charts the loss, not 12
+    keys of the family; the family is one card (the band, the heatmap: many.js) and the histogram key
+    a heatmap of its distributions (dist.js), as ``Panel.refresh`` sends them (``_cards``)."""
+    import numpy as np
+
+    from tunetrack import Histogram, Tracker
+    from tunetrack.reader import open_run
+    from tunetrack.reader.families import families
+    from tunetrack.ui.notebook import _cards, _main_keys, _points
+
+    rng = np.random.default_rng(1)
+    with Tracker(dir=root, name="moe", system=False, console=False) as t:
+        for step in range(1, 31):
+            row = {
+                f"moe/layer{i}/expert{e}/load": (i * 7 + e * 3 + step) % 11 / 10
+                for i in range(4)
+                for e in range(16)
+            }
+            t.log({**row, "loss": 1.0 / step, "grad": Histogram(rng.normal(step / 10, 1, 200))}, step=step)
+    run = open_run(t.id, dir=root)
+    groups = families(run.keys())
+    assert list(groups) == ["moe/layer*/expert*/load"]
+    keys = _main_keys([run], set(groups["moe/layer*/expert*/load"]))
+    assert keys == ["loss"]
+    state = {
+        "runs": [{"id": run.id, "name": run.name, "project": None, "state": "finished", "step": 30}],
+        "series": {run.id: {"loss": _points(run.series("loss"))}},
+        "cards": _cards([run], groups),
+    }
+    errors = _serve(page, state)
+    wait_until(lambda: page.get_attribute("#root", "data-cards") == "2" or errors, timeout=20)
+    assert errors == []
+    card = page.wait_for_selector(".family[data-drawn]")
+    assert card.query_selector(".family-title").inner_text() == "moe/layer*/expert*/load · 64 keys"
+    assert card.query_selector(".family-band .uplot canvas") is not None
+    assert card.query_selector("canvas.heat-canvas").get_attribute("data-rows") == "32"  # 2 keys a row: <= 40
+    dist = page.wait_for_selector(".distribution[data-drawn]")
+    assert dist.get_attribute("data-key") == "grad" and "30 steps" in dist.inner_text()
+    assert dist.query_selector("canvas.heat-canvas").get_attribute("data-cols") == "30"
+    assert page.get_attribute("#root", "data-charts") == "1"
+    page.screenshot(path=str(ARTIFACTS / "panel-cards.png"), full_page=True)
+
+
 def _serve(page, state) -> list[str]:
     """The panel's page, module and ``state`` served to ``page``; the page's script errors."""
     esm, css = _front_end()

@@ -184,7 +184,7 @@ def test_the_report_shows_notes_and_what_was_not_kept(root, tmp_path, browser):
 
 
 def test_the_report_shows_a_table_of_samples(root, tmp_path, browser):
-    """A step's samples in the file, offline: the first rows, a conversation as its lines, a long
+    """A step's samples in the file, offline: the first rows, a conversation as its turns, a long
     completion cut with its marker, user text as text."""
     from tunetrack import Tracker
 
@@ -213,7 +213,10 @@ def test_the_report_shows_a_table_of_samples(root, tmp_path, browser):
         assert page.locator("#samples tbody tr").count() == 16
         assert "the first 16 of 40 rows" in page.inner_text("#samples")
         cells = page.locator("#samples tbody tr").nth(3).locator("td").all_inner_texts()
-        assert cells[0] == "4" and cells[1] == f"user: {XSS}" and cells[3] == "0.75"
+        assert cells[0] == "4" and cells[3] == "0.75"
+        turn = page.locator("#samples tbody tr").nth(3).locator("td.chat details.msg-user")  # a chat's turn
+        assert turn.locator("summary b").inner_text() == "user"
+        assert turn.locator(".turn-text").inner_text() == XSS
         assert cells[2].endswith("… [2,003 more characters]")
         assert page.query_selector("img") is None
         page.locator("#samples-section").screenshot(path=str(ARTIFACTS / "report-samples.png"))

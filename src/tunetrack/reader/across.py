@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ..jsonfile import finite_list
 from ..store import codec
 from .downsample import m4
 from .names import unknown
@@ -113,6 +114,33 @@ def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | N
     low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
     rows = [(view.keys[i], int(min(per_row, len(view.keys) - i))) for i in row_starts.tolist()]
     return Heat(rows, steps[col_starts] if len(steps) else steps, grid, low, high)
+
+
+def as_json(view: Across, width: int, rows: int) -> dict[str, Any]:
+    """What a family card draws (the run page's, from GET /api/runs/{id}/across; the report's, from its
+    data; the notebook panel's): ``keys`` (how many), ``first`` and ``last`` (in natural order),
+    ``steps``, ``band`` (a list per line, null where no key has a number: ``band_points`` of them for
+    a chart ``width`` wide), ``heat``: ``rows`` ([first key, how many keys] each), ``starts`` (each
+    column's first step), ``values`` (a list per row, null for no number), ``low`` and ``high``: the
+    matrix fitted to ``rows`` x ``width`` cells (``heat``)."""
+    band = view.band()
+    at = band_points(view.steps, band, width)
+    found = heat(view, width, rows)
+    return {
+        "pattern": view.pattern,
+        "keys": len(view.keys),
+        "first": view.keys[0],
+        "last": view.keys[-1],
+        "steps": view.steps[at].tolist(),
+        "band": {name: finite_list(line[at]) for name, line in band.items()},
+        "heat": {
+            "rows": [[first, count] for first, count in found.rows],
+            "starts": found.starts.tolist(),
+            "values": [finite_list(row) for row in found.grid],
+            "low": found.low,
+            "high": found.high,
+        },
+    }
 
 
 def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str]) -> Across:

@@ -25,7 +25,8 @@ from .console_log import Line
 from .families import SUMMARY_SHOWN, family_summary, fold
 from .names import config_key
 from .run import Run
-from .samples import IMAGE, cell_text, merge_columns, select, steps_of, visible
+from .samples import IMAGE, cell_text, clip, merge_columns, select, steps_of, visible
+from .tokens import rich_cells
 
 #: what a fact without a value reads
 NONE = "—"
@@ -382,14 +383,6 @@ def samples_listed(run: Run) -> str:
     )
 
 
-def clip(text: str, chars: int) -> str:
-    """``text`` cut to ``chars`` characters, with a marker saying how much was left out (a text of
-    many lines keeps its lines: ``short`` makes one line for a terminal's table instead)."""
-    if len(text) <= chars:
-        return text
-    return f"{text[:chars]}… [{len(text) - chars:,} more characters]"
-
-
 def sample_cell(value: Any, kind: str, chars: int = SAMPLE_CHARS) -> str:
     """One cell of a table of samples as text: a number as ``number`` words it, a conversation as
     ``role: content`` lines, an image as its file's name in the run; text cut by ``clip``."""
@@ -418,7 +411,8 @@ def samples_text(
     """One step's table of samples, bounded for a page that holds it whole (a report, the notebook
     panel): ``key`` (default the first the run logged), ``step`` (default its last), ``steps`` (how many
     have samples), ``total`` rows, ``columns`` ([name, type]), and the first ``rows`` rows as
-    ``{"index", "cells"}`` (texts, ``sample_cell``). None when the run has no such table."""
+    ``{"index", "cells"}`` (texts, ``sample_cell``; with ``tokens`` and ``chats``, ``rich_cells``, where
+    the row has some). None when the run has no such table."""
     index = run.sample_index()
     key = key if key is not None else next(iter(index), None)
     if key is None or key not in index:
@@ -441,6 +435,7 @@ def samples_text(
             {
                 "index": s["index"],
                 "cells": [sample_cell(s["row"].get(c), k, chars) for c, k in columns.items()],
+                **rich_cells(s["row"], list(columns), chars),
             }
             for s in shown
         ],

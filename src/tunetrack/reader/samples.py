@@ -185,6 +185,14 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
+def clip(text: str, chars: int) -> str:
+    """``text`` cut to ``chars`` characters, with a marker saying how much was left out (a text of
+    many lines keeps its lines: ``short`` makes one line for a terminal's table instead)."""
+    if len(text) <= chars:
+        return text
+    return f"{text[:chars]}… [{len(text) - chars:,} more characters]"
+
+
 def prompt_column(columns: Iterable[str]) -> str | None:
     """The column holding the rows' prompt, if any."""
     names = list(columns)

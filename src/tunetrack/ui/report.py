@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from ..errors import TunetrackError
+from ..histograms import as_json as distribution_json
 from ..reader import (
     Run,
     Series,
@@ -34,13 +36,22 @@ from ..reader import (
     run_json,
     run_text,
 )
+from ..reader.across import as_json as across_json
 from ..reader.as_text import SAMPLE_CHARS, SAMPLE_ROWS, config_text, event_rows, samples_text
+from ..reader.families import families, family_summary, fold
 from . import assets
 from .assets import STATIC
 
 #: M4 buckets per line: about two per pixel of a wide chart, so a drag-zoom shows detail too, while a
 #: line of any length embeds at most 4 * WIDTH points (a 1,000,000-point metric: a few hundred kB)
 WIDTH = 2000
+#: a family card's (and a distribution card's) columns, and a family heatmap's rows: the card's
+#: matrix fitted to about its width on a wide screen, whatever the run's keys and steps (a run of
+#: 10,000 keys x 200 steps: about 130 kB a family), as the run page's many.js and dist.js ask for it
+CARD_WIDTH = 400
+CARD_ROWS = 80
+#: significant digits of a heatmap's cells (viridis has 256 colours; the readout says 4 digits)
+CELL_DIGITS = 4
 #: what the page needs escaped inside its JSON block: ``<`` ``>`` ``&`` (no ``</script>``, no
 #: ``<!--``) and the two line separators that older JavaScript parsers take for line ends
 _JSON_ESCAPES = str.maketrans(
@@ -49,8 +60,11 @@ _JSON_ESCAPES = str.maketrans(
 
 
 def chart_count(runs: Sequence[Run]) -> int:
-    """How many charts ``render`` will consider (for a progress bar's total)."""
-    return len(_training_keys(runs)) + len(_system_keys(runs))
+    """How many charts ``render`` will consider (for a progress bar's total): a family card or a
+    distribution card counts as one."""
+    keys, groups = _training_keys(runs), _families(runs)
+    histograms = sum(len(r.histogram_keys()) for r in runs)
+    return len(keys) + len(groups) * len(runs) + histograms + len(_system_keys(runs))
 
 
 def render(
@@ -80,6 +94,7 @@ def render(
         style=_inline(
             assets.text(assets.UPLOT_CSS)
             + assets.text(STATIC / "app.css")
+            + assets.text(STATIC / "cards.css")
             + assets.text(STATIC / "report.css"),
             "style",
         ),
@@ -108,8 +123,10 @@ def report_data(
     is null, one the tables print is its text, ``"nan"``, ``"inf"``). Raises ValueError when a key or
     step of samples was asked for and no run has it."""
     samples = _samples(runs, samples_key, samples_step)
+    groups = _families(runs)
+    folded = {key for members in groups.values() for key in members}
     charts = []
-    for key in _training_keys(runs):
+    for key in (k for k in _training_keys(runs) if k not in folded):
         lines = [
             _line(f"{r.name} ({r.id})", r.id, present(r.series(key, strict=False)), "step", 0.0) for r in runs
         ]
@@ -125,6 +142,8 @@ def report_data(
         charts.append({"group": "system", "key": key, "x": "relative", "lines": [x for x in lines if x]})
         if on_chart:
             on_chart()
+    cards = _family_cards(runs, groups, on_chart)
+    distributions = _distribution_cards(runs, on_chart)
     flats = [r.flat_config for r in runs]
     return {
         "generated": time.time(),
@@ -132,6 +151,8 @@ def report_data(
         "width": WIDTH,
         "runs": [_overview(r) for r in runs],
         "charts": [c for c in charts if c["lines"]],
+        "families": cards,
+        "distributions": distributions,
         "diff": [
             {"key": key, "values": values} for key, values in (differing(flats) if len(runs) > 1 else [])
         ],
@@ -139,6 +160,53 @@ def report_data(
         "samples": samples,
         "sample_limits": {"rows": SAMPLE_ROWS, "chars": SAMPLE_CHARS},
     }
+
+
+def _families(runs: Sequence[Run]) -> dict[str, list[str]]:
+    """The families of keys (``reader.families``: 4 keys or more that differ only in their numbers)
+    among all the runs' keys: each one card per run that has them, never a chart per key."""
+    return families(_training_keys(runs))
+
+
+def _family_cards(
+    runs: Sequence[Run], groups: dict[str, list[str]], on_chart: Callable[[], object] | None
+) -> list[dict[str, Any]]:
+    """Each family's card per run that logged it, as the run page's many.js draws it (``across_json``:
+    the band of its keys' percentiles at each step, and the heatmap of key x step) fitted to
+    ``CARD_WIDTH`` x ``CARD_ROWS``, its cells to ``CELL_DIGITS`` digits."""
+    cards = []
+    for glob in groups:
+        for r in runs:
+            try:
+                view = r.across(glob)
+            except TunetrackError:  # this run has no key of the family
+                continue
+            found = across_json(view, CARD_WIDTH, CARD_ROWS)
+            found["heat"]["values"] = [[_digits(v) for v in line] for line in found["heat"]["values"]]
+            cards.append({"run": r.id, "label": f"{r.name} ({r.id})", **found})
+            if on_chart:
+                on_chart()
+    return cards
+
+
+def _distribution_cards(runs: Sequence[Run], on_chart: Callable[[], object] | None) -> list[dict[str, Any]]:
+    """Each key logged as ``tunetrack.Histogram``, a card per run, as the run page's dist.js draws it
+    (``distribution_json``: its histograms on common bins, at most ``CARD_WIDTH`` columns of steps)."""
+    cards = []
+    for r in runs:
+        for key in r.histogram_keys():
+            found = distribution_json(r.distribution(key), CARD_WIDTH)
+            found["counts"] = [[_digits(v) for v in column] for column in found["counts"]]
+            cards.append({"run": r.id, "label": f"{r.name} ({r.id})", **found})
+            if on_chart:
+                on_chart()
+    return cards
+
+
+def _digits(value: float | None) -> float | None:
+    """A heatmap's cell to ``CELL_DIGITS`` significant digits: what its colour and readout show, in a
+    third of the characters of a float's full digits."""
+    return None if value is None else float(f"{value:.{CELL_DIGITS}g}")
 
 
 def _samples(runs: Sequence[Run], key: str | None, step: int | None) -> list[dict[str, Any]]:
@@ -174,12 +242,25 @@ def _overview(run: Run) -> dict[str, Any]:
             **run_json(run),
             "provenance": provenance(run),
             "error": run.error,
-            "summary": run.summary(),
+            "summary": _summary(run),
             "config": {k: config_text(v) for k, v in run.flat_config.items()},
             "events": run.events(),
             "overview": run_text(run),
         }
     )
+
+
+def _summary(run: Run) -> dict[str, Any]:
+    """``Run.summary()`` as the report's overview words it (``reader.families.fold``): past
+    ``SUMMARY_SHOWN`` keys, a family of keys is one entry under its glob (``family_summary``, with how
+    many ``keys``), so a run of 10,000 keys does not carry 10,000 summaries (a megabyte)."""
+    every = run.summary()
+    return {
+        name: every[name]
+        if keys == [name]
+        else {**family_summary([every[k] for k in keys]), "keys": len(keys)}
+        for name, keys in fold(every)
+    }
 
 
 def _events(runs: Sequence[Run]) -> list[dict[str, str]]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query
 
 from ...errors import TunetrackError, one_line
-from ...histograms import BINS, columns
+from ...histograms import BINS, as_json
 from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
@@ -41,24 +40,4 @@ def distribution(
         view = r.distribution(key, bins)
     except TunetrackError as exc:
         raise HTTPException(404, one_line(exc)) from None
-    shown = columns(view, width)
-    return {
-        "key": key,
-        "steps": len(view.steps),
-        "merged": "mean",
-        "edges": view.edges.tolist(),
-        "starts": shown.starts.tolist(),
-        "ends": shown.ends.tolist(),
-        "per": shown.per.tolist(),
-        "counts": shown.counts.tolist(),
-        "high": float(shown.counts.max()) if shown.counts.size else 0.0,
-        "total": shown.total.tolist(),
-        "min": _finite(shown.low),
-        "max": _finite(shown.high),
-        "mean": _finite(shown.mean),
-    }
-
-
-def _finite(values: Any) -> list[float | None]:
-    """Numbers as JSON lists, NaN as None (a column whose steps hold no value)."""
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+    return as_json(view, width)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import secrets
 import threading
 from collections import OrderedDict
@@ -17,7 +16,7 @@ from ... import aggregates
 from ...errors import TunetrackError, one_line
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
-from ...reader.across import band_points, heat
+from ...reader.across import as_json
 from ...reader.as_text import config_text
 from ...reader.families import families
 from ...reader.where import grep_error
@@ -327,29 +326,7 @@ def across_view(
         view = r.across(pattern)
     except TunetrackError as exc:
         raise HTTPException(404, one_line(exc)) from None
-    band = view.band()
-    at = band_points(view.steps, band, width)
-    found = heat(view, width, rows)
-    return {
-        "pattern": pattern,
-        "keys": len(view.keys),
-        "first": view.keys[0],
-        "last": view.keys[-1],
-        "steps": view.steps[at].tolist(),
-        "band": {name: _finite(line[at]) for name, line in band.items()},
-        "heat": {
-            "rows": [[first, count] for first, count in found.rows],
-            "starts": found.starts.tolist(),
-            "values": [_finite(row) for row in found.grid],
-            "low": found.low,
-            "high": found.high,
-        },
-    }
-
-
-def _finite(values: Any) -> list[float | None]:
-    """Numbers as JSON lists, NaN and ±Inf as None (a gap, a cell with no number)."""
-    return [v if math.isfinite(v) else None for v in values.tolist()]
+    return as_json(view, width, rows)
 
 
 def _all_keys(catalog: Catalog, run_id: str) -> list[tuple[str, str]]:

@@ -164,3 +164,11 @@ function drawRidges(dist, d, width, log) {
     if (j >= 0) read(dist, d, picked[i], j);
   };
 }
+// A card drawn from data already at hand (the report's file, the notebook panel's model), `data` as
+// GET /api/runs/{id}/distribution answers; its view buttons redraw from it.
+export function drawnDistribution(container, data) {
+  const dist = addDistribution(container, data.key);
+  dist.data = data;
+  drawDistribution(dist, false);
+  return dist;
+}

@@ -109,3 +109,13 @@ function drawHeat(fam, data) {
   };
   canvas.onmouseleave = () => { fam.readout.textContent = ""; };
 }
+// A card drawn from data already at hand (the report's file, the notebook panel's model), `data` as
+// GET /api/runs/{id}/across answers: it names the family's first and last key and how many, which is
+// all the card's title says of them.
+export function drawnFamily(container, data) {
+  const keys = Object.assign(new Array(data.keys), { 0: data.first, [data.keys - 1]: data.last });
+  const fam = addFamily(container, data.pattern, keys);
+  fam.data = data;
+  drawFamily(fam, false);
+  return fam;
+}

@@ -1,19 +1,26 @@
 import { NO_CHARTS, align, chartsLoaded, dropChart, el, lineChart, setLines } from "./common.js";
+import { drawnFamily } from "./many.js";
+import { drawnDistribution } from "./dist.js";
 
 // The notebook panel's front end: an anywidget ES module, which ui/notebook.py makes one file of
-// (uPlot, then this with common.js inlined: the dashboard's charts, palette, point rule and alignment).
+// (uPlot, then this with common.js inlined: the dashboard's charts, palette, point rule and alignment;
+// and many.js and dist.js, the run page's cards).
 // User data is inserted with textContent only. The model holds `runs` ([{id, name, project, state,
 // step}]) and `series` ({run id: {key: [steps, values]}}, values null for NaN and ±Inf; a step logged
 // as None is not sent, so the line joins its neighbours) and `samples` ([{run, name, key, step, steps,
 // total, columns: [[name, type]], rows: [{index, cells}]}]: each run's latest samples, already worded
-// and cut by the kernel, reader/as_text.py's samples_text).
+// and cut by the kernel, reader/as_text.py's samples_text) and `cards` ([{run, name, kind, ...}]: a
+// family of keys, the run page's many.js card; a key's distributions, dist.js's; their data fitted to
+// a card by the kernel, ui/notebook.py's _cards).
 
 function render({ model, el: root }) {
   root.classList.add("tunetrack-panel");
   const head = el("div", null, "tt-head");
   const grid = el("div", null, "tt-grid");
+  const cardBox = el("div", null, "tt-cards");
   const samples = el("div", null, "tt-samples");
-  root.append(head, grid, samples);
+  root.append(head, grid, cardBox, samples);
+  let cards = [];  // the cards drawn: {fam} or {dist}
   const charts = new Map();  // key -> {box, ids: the run ids of its lines}
 
   function draw() {
@@ -74,12 +81,32 @@ function render({ model, el: root }) {
     root.dataset.samples = String(tables.reduce((n, t) => n + t.rows.length, 0));
   }
 
+  // The run page's cards: a family of keys as its band and heatmap (many.js; the band is a uPlot chart),
+  // a key's distributions as a heatmap of value x step (dist.js), drawn from what the kernel sent.
+  function drawCards() {
+    for (const c of cards) if (c.fam) dropChart(c.fam.band);
+    cardBox.replaceChildren();
+    const several = (model.get("runs") || []).length > 1;
+    cards = (model.get("cards") || []).map((d) => {
+      if (d.kind === "family") {
+        if (!chartsLoaded()) return {};
+        const fam = drawnFamily(cardBox, d);
+        if (several) fam.title.append(` · ${d.name}`);
+        return { fam };
+      }
+      return { dist: drawnDistribution(cardBox, several ? { ...d, key: `${d.key} · ${d.name}` } : d) };
+    });
+    root.dataset.cards = String(cardBox.children.length);
+  }
+
   model.on("change:series", draw);
+  model.on("change:cards", drawCards);
   model.on("change:runs", draw);
   model.on("change:samples", drawSamples);
   draw();
   drawSamples();
-  return () => charts.forEach((c) => dropChart(c.box));
+  drawCards();
+  return () => { charts.forEach((c) => dropChart(c.box)); cards.forEach((c) => c.fam && dropChart(c.fam.band)); };
 }
 
 export default { render };

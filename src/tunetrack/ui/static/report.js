@@ -1,9 +1,15 @@
 import { align, breathe, chartsReady, constantValue, el, fmtTime, lineChart, markDrawn, row, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
+import { drawnFamily } from "./many.js";
+import { drawnDistribution } from "./dist.js";
+import { drawChat, tokenView } from "./sampletext.js";
 
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
 // block in the same file, and every string of it goes in as text (el, row). common.js (inlined into
 // this script by ui/assets.py) draws the charts: the same charts as the dashboard's, from points
 // thinned when the report was made (M4: every spike kept), so a drag zooms into what the file holds.
+// So are the run page's cards (many.js: a family of keys; dist.js: a key's distributions) and its
+// samples' views (sampletext.js: tokens coloured by a value per token, a conversation as turns), drawn
+// from data fitted to a card when the report was made (report.py), the same modules inlined too.
 const REPORT = JSON.parse(document.getElementById("report-data").textContent);
 const several = REPORT.runs.length > 1;
 
@@ -79,8 +85,46 @@ function samples() {
     for (const r of t.rows) {
       const tr = body.appendChild(el("tr"));
       tr.appendChild(el("td", String(r.index + 1), "num"));
-      r.cells.forEach((text, i) => tr.appendChild(el("td", text, t.columns[i][1] === "number" ? "num" : "sample-text")));
+      r.cells.forEach((text, i) => tr.appendChild(sampleCell(r, i, text, t.columns[i][1])));
     }
+  }
+}
+// A cell of samples: its text; a conversation as turns (an agent's trajectory: tool calls with their
+// results, a reward per turn); the row's tokens coloured by a value per token (reader/tokens.py's
+// rich_cells: the first tokens, as many as a cell's characters).
+let tokenBy = null;  // the value per token last picked: the next view drawn is coloured by it too
+function sampleCell(r, i, text, type) {
+  const td = el("td", null, type === "number" ? "num" : "sample-text");
+  const chat = r.chats?.[String(i)];
+  if (chat) drawChat(chat, td, false);
+  else if (r.tokens && r.tokens.index === i) {
+    td.classList.add("token-cell");
+    const view = tokenView(r.tokens, tokenBy, by => { tokenBy = by; });
+    view.removeAttribute("id");  // ids the dashboard's one view has: a report has a view a row
+    view.querySelector("select").removeAttribute("id");
+    td.appendChild(view);
+    if (r.tokens.tokens.length < r.tokens.total) td.appendChild(el("p", `the first ${r.tokens.tokens.length.toLocaleString()} of ${r.tokens.total.toLocaleString()} tokens`, "muted"));
+  } else td.textContent = text;
+  return td;
+}
+// A family of keys as one card (the run page's, many.js), from the band and heatmap in the data; the
+// report holds the family's first and last key and how many, not every name.
+async function families() {
+  for (const f of REPORT.families) {
+    const fam = drawnFamily(document.getElementById("charts"), f);
+    fam.card.dataset.run = f.run;
+    if (several) fam.title.append(` · ${f.label}`);
+    await breathe();
+  }
+}
+// Each key logged as tunetrack.Histogram, a card each (the run page's, dist.js): a heatmap of value x
+// step, or a ridgeline (its buttons redraw from what the card holds).
+function distributions() {
+  if (!REPORT.distributions.length) return;
+  show("dist-section");
+  for (const d of REPORT.distributions) {
+    const dist = drawnDistribution(document.getElementById("distributions"), several ? { ...d, key: `${d.key} · ${d.label}` } : d);
+    dist.card.dataset.run = d.run;
   }
 }
 function config() {
@@ -129,6 +173,7 @@ async function charts() {
     markDrawn(div);
     await breathe();
   }
+  await families();
 }
 
 document.title = `${REPORT.runs.map(label).join(", ")} · tunetrack report`;
@@ -139,5 +184,6 @@ overview();
 configDiff();
 events();
 samples();
+distributions();
 config();
 charts().catch(e => { document.getElementById("error").textContent = `cannot draw the charts: ${e.message}`; });

@@ -5,7 +5,9 @@ ask of a layer's gradient norms), instead of one chart per key.
 
 The matrix is read block by block: a block's float matrix (the writer's encoding of an all-float row,
 ``store.codec.rows``) gives every matching key's column in one slice, so 10,000 keys cost what their
-points do, not 10,000 look-ups.
+points do, not 10,000 look-ups. A screen's view of it (``fit``: the band thinned to a chart's width,
+the heatmap fitted to its cells) is reduced as it is read, a slice of steps at a time
+(``SLICE_CELLS``), so 10,240 keys × 100,000 steps never stand in memory at once.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..store import codec
 from .downsample import m4
@@ -25,6 +27,9 @@ if TYPE_CHECKING:
 
 #: the band's lines: a name and its percentile (the max is the 100th)
 BAND: tuple[tuple[str, float], ...] = (("p5", 5.0), ("p50", 50.0), ("p95", 95.0), ("max", 100.0))
+#: the cells of key × step ``fit`` holds at once (two float64 matrices of it: 64 MB): 390 steps of
+#: 10,240 keys a slice
+SLICE_CELLS = 4_000_000
 
 
 def natural(key: str) -> list[object]:
@@ -36,6 +41,22 @@ def matching(keys: list[str], pattern: str) -> list[str]:
     """The keys ``pattern`` names, in natural order: a glob (``moe/layer*/expert*/load``, ``*``
     matching any run of characters, ``/`` included), or the exact key."""
     return sorted((k for k in keys if fnmatchcase(k, pattern)), key=natural)
+
+
+def percentiles(values: np.ndarray, axis: int) -> np.ndarray:
+    """``BAND``'s percentiles of ``values`` along ``axis``, over the numbers only (linear interpolation,
+    NumPy's default); NaN where there is none. NumPy's NaN-aware percentile works one line at a time:
+    it is used only where a NaN is."""
+    import warnings
+
+    import numpy as np
+
+    qs = [q for _, q in BAND]
+    if not np.isnan(values).any():
+        return np.percentile(values, qs, axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a step where every key is NaN
+        return np.nanpercentile(values, qs, axis=axis)
 
 
 @dataclass
@@ -50,16 +71,12 @@ class Across:
 
     def band(self) -> dict[str, np.ndarray]:
         """At each step, the percentiles of the keys' values (``BAND``: p5, p50, p95, max), over the keys
-        that hold a number there (linear interpolation, NumPy's default); NaN where none does."""
-        import warnings
-
+        that hold a number there; NaN where none does."""
         import numpy as np
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a step where every key is NaN
-            found = np.nanpercentile(self.values, [q for _, q in BAND], axis=0) if self.values.size else None
-        if found is None:
+        if not self.values.size:
             return {name: np.full(len(self.steps), np.nan) for name, _ in BAND}
+        found = percentiles(self.values, axis=0)
         return {name: found[i] for i, (name, _) in enumerate(BAND)}
 
 
@@ -88,31 +105,219 @@ class Heat:
     high: float
 
 
-def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | None = None) -> Heat:
-    """``view`` in at most ``columns`` × ``lines`` cells (the terminal's heatmap, the dashboard's):
-    neighbouring keys (in natural order) share a row, their max shown (the hottest expert of the run
-    stands out); neighbouring steps share a column, their mean shown. ``window``: the steps shown."""
-    import numpy as np
+class _HeatSums:
+    """A heatmap's cells summed as slices of steps come (``add``), then folded into rows (``heat``):
+    neighbouring steps share a column (about ``columns``, by their place among the ``n`` steps),
+    neighbouring keys a row."""
 
+    def __init__(self, keys: int, n: int, columns: int) -> None:
+        import numpy as np
+
+        self.starts = np.unique(np.linspace(0, n, max(min(columns, n), 1), endpoint=False).astype(int))
+        self.sums = np.zeros((len(self.starts) if n else 0, keys))
+        self.counts = np.zeros((len(self.starts) if n else 0, keys))
+
+    def add(self, values: np.ndarray, first: int) -> None:
+        """``values``: steps × keys, the steps from the ``first``-th of the ``n`` on."""
+        import numpy as np
+
+        if not len(values):
+            return
+        begin, end = first, first + len(values)
+        column = int(np.searchsorted(self.starts, begin, side="right")) - 1
+        inside = self.starts[(self.starts > begin) & (self.starts < end)]
+        cuts = np.r_[0, inside - begin]
+        columns = slice(column, column + len(cuts))
+        finite = np.isfinite(values)
+        if finite.all():  # what a training loop logs: no cell to leave out
+            self.sums[columns] += np.add.reduceat(values, cuts, axis=0)
+            self.counts[columns] += np.diff(np.r_[cuts, len(values)])[:, None]
+            return
+        self.sums[columns] += np.add.reduceat(np.where(finite, values, 0.0), cuts, axis=0)
+        self.counts[columns] += np.add.reduceat(finite, cuts, axis=0)
+
+    def heat(self, keys: list[str], steps: np.ndarray, lines: int) -> Heat:
+        import numpy as np
+
+        per_row = -(-len(keys) // max(lines, 1))
+        row_starts = np.arange(0, len(keys), per_row)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = self.sums / self.counts  # NaN where a cell has no number (0 / 0)
+        grid = (np.fmax.reduceat(means, row_starts, axis=1) if means.size else means).T
+        shown = grid[np.isfinite(grid)]
+        low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
+        rows = [(keys[i], int(min(per_row, len(keys) - i))) for i in row_starts.tolist()]
+        return Heat(rows, steps[self.starts] if len(steps) else steps, grid, low, high)
+
+
+def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | None = None) -> Heat:
+    """``view`` in at most ``columns`` × ``lines`` cells (the terminal's heatmap; the dashboard's is
+    ``fit``'s): neighbouring keys (in natural order) share a row, their max shown (the hottest expert
+    of the run stands out); neighbouring steps share a column, their mean shown. ``window``: the steps
+    shown."""
     values, steps = view.values, view.steps
     if window is not None:
         keep = (steps >= window[0]) & (steps <= window[1])
         values, steps = values[:, keep], steps[keep]
-    per_row = -(-len(view.keys) // max(lines, 1))
-    row_starts = np.arange(0, len(view.keys), per_row)
-    col_starts = np.unique(
-        np.linspace(0, len(steps), max(min(columns, len(steps)), 1), endpoint=False).astype(int)
-    )
-    finite = np.isfinite(values)
-    sums = np.add.reduceat(np.where(finite, values, 0.0), col_starts, axis=1) if len(steps) else values
-    counts = np.add.reduceat(finite, col_starts, axis=1) if len(steps) else values
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    grid = np.fmax.reduceat(means, row_starts, axis=0) if means.size else means
-    shown = grid[np.isfinite(grid)]
-    low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
-    rows = [(view.keys[i], int(min(per_row, len(view.keys) - i))) for i in row_starts.tolist()]
-    return Heat(rows, steps[col_starts] if len(steps) else steps, grid, low, high)
+    sums = _HeatSums(len(view.keys), len(steps), columns)
+    sums.add(values.T, 0)
+    return sums.heat(view.keys, steps, lines)
+
+
+@dataclass
+class Fitted:
+    """What a screen draws of many keys (``fit``): ``band`` (``BAND``'s lines) at ``steps``, thinned to
+    a chart's width, and the ``heat``map."""
+
+    keys: list[str]
+    steps: np.ndarray
+    band: dict[str, np.ndarray]
+    heat: Heat
+
+
+@dataclass
+class _Source:
+    """What one block holds of the keys asked for: the matrix's columns of them (``rows``: their places
+    among the keys; ``columns``: in the block's matrix), or its other columns' keys; the visible steps
+    (each step's last row only) and their times."""
+
+    block: codec.Block
+    rows: np.ndarray
+    columns: np.ndarray | slice
+    others: list[tuple[int, str]]
+    picked: np.ndarray  # the block's rows kept, ascending
+    steps: np.ndarray
+    times: np.ndarray
+
+
+def _names(keys: list[str], pattern: str | list[str]) -> tuple[list[str], str]:
+    """The keys asked for and the view's name: a glob's (``matching``: one no key matches is an
+    ``UnknownName`` naming the closest keys), or the listed keys the run holds."""
+    if isinstance(pattern, str):
+        names = matching(keys, pattern)
+        if not names:
+            raise unknown("metric pattern", pattern, keys)
+        return names, pattern
+    known = set(keys)
+    names = [k for k in dict.fromkeys(pattern) if k in known]
+    return names, f"{len(names)} keys"
+
+
+def _sources(blocks: list[codec.Block], names: list[str]) -> list[_Source]:
+    import numpy as np
+
+    row_of = {k: i for i, k in enumerate(names)}
+    found = []
+    seen: tuple[list[str], tuple[np.ndarray, np.ndarray | slice]] | None = None
+    for block in blocks:
+        if seen is None or block.matrix_keys != seen[0]:  # a process's blocks share their keys: once
+            seen = (block.matrix_keys, _matrix_places(block.matrix_keys, row_of))
+        rows, columns = seen[1]
+        others = [(row_of[k], k) for k in block.cols if k in row_of]
+        if not len(rows) and not others:
+            continue
+        picked = np.arange(len(block.steps)) if block.visible is None else np.flatnonzero(block.visible)
+        picked = picked[_last_of_each(block.steps[picked])]
+        found.append(_Source(block, rows, columns, others, picked, block.steps[picked], block.times[picked]))
+    return found
+
+
+def _matrix_places(matrix_keys: list[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray | slice]:
+    """Of the keys asked for that a block's matrix holds: their places among the keys, and their
+    columns in the matrix (a slice where they are side by side: a view, no copy)."""
+    import numpy as np
+
+    pairs = [(row_of[k], j) for j, k in enumerate(matrix_keys) if k in row_of]
+    if not pairs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    rows, columns = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
+    if np.all(np.diff(columns) == 1):
+        return rows, slice(int(columns[0]), int(columns[-1]) + 1)
+    return rows, columns
+
+
+def _last_of_each(steps: np.ndarray) -> np.ndarray:
+    """The places in ``steps`` (one block's, in logging order) of each step's last row, ascending."""
+    import numpy as np
+
+    if len(steps) < 2 or np.all(np.diff(steps) > 0):
+        return np.arange(len(steps))
+    _, from_end = np.unique(steps[::-1], return_index=True)  # a step logged twice: its last row
+    return np.sort(len(steps) - 1 - from_end)
+
+
+def _fill(sources: list[_Source], n: int, steps: np.ndarray) -> np.ndarray:
+    """The matrix of step × key over ``steps`` (ascending: every step the sources hold from the first
+    to the last of them): a key's value at a step is the one logged last (by time; on a tie, the later
+    block's), NaN where none is a number."""
+    import numpy as np
+
+    out = np.full((len(steps), n), np.nan)
+    when = np.full((len(steps), n), -np.inf)
+    written = np.zeros(len(steps), dtype=bool)  # steps some block wrote to: only there can two meet
+    lo, hi = steps[0], steps[-1]
+    for src in sources:
+        inside = (src.steps >= lo) & (src.steps <= hi)
+        if not inside.any():
+            continue
+        at, times = np.searchsorted(steps, src.steps[inside]), src.times[inside]
+        if len(src.rows):
+            width = len(src.block.matrix_keys)
+            matrix = np.frombuffer(src.block.matrix, dtype=np.float64).reshape(-1, width)
+            values = matrix[src.picked[inside]][:, src.columns]
+            _place(out, when, written, at, src.rows, values, times)
+        for row, key in src.others:
+            column = series([src.block], key)
+            keep = _last_of_each(column.steps)
+            keep = keep[(column.steps[keep] >= lo) & (column.steps[keep] <= hi)]
+            at = np.searchsorted(steps, column.steps[keep])
+            values = numeric_values(column)[keep][:, None]
+            _place(out, when, written, at, np.array([row]), values, column.times[keep])
+    return out
+
+
+def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
+    """``idx`` as a slice where it is one run of consecutive places (a view, no copy), else itself."""
+    import numpy as np
+
+    if len(idx) and idx[-1] - idx[0] == len(idx) - 1 and np.all(np.diff(idx) == 1):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _place(
+    out: np.ndarray,
+    when: np.ndarray,
+    written: np.ndarray,
+    at: np.ndarray,
+    rows: np.ndarray,
+    values: np.ndarray,
+    times: np.ndarray,
+) -> None:
+    """``values`` (``len(at)`` × ``len(rows)``, logged at ``times``) into the cells of ``out`` at steps
+    ``at`` and keys ``rows``, where logged no earlier than what is there (``when``: each cell's time;
+    ``written``: the steps written to so far, where it is worth looking)."""
+    import numpy as np
+
+    places = (_as_slice(at), _as_slice(rows))
+    cells: Any = places if all(isinstance(p, slice) for p in places) else np.ix_(at, rows)
+    again = written[at].any()
+    written[at] = True
+    if again:  # some block wrote at these steps: keep what was logged later
+        held = when[cells]
+        newer = times[:, None] >= held
+        if not newer.all():
+            out[cells] = np.where(newer, values, out[cells])
+            when[cells] = np.where(newer, times[:, None], held)
+            return
+    out[cells], when[cells] = values, times[:, None]
+
+
+def _all_steps(sources: list[_Source]) -> np.ndarray:
+    import numpy as np
+
+    parts = [s.steps for s in sources] + [series([s.block], k).steps for s in sources for _, k in s.others]
+    return np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
 
 def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str]) -> Across:
@@ -121,44 +326,38 @@ def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str])
     logging order). A glob no key matches is an ``UnknownName`` naming the closest keys."""
     import numpy as np
 
-    if isinstance(pattern, str):
-        names = matching(keys, pattern)
-        if not names:
-            raise unknown("metric pattern", pattern, keys)
-    else:
-        known = set(keys)
-        names = [k for k in dict.fromkeys(pattern) if k in known]
-        pattern = f"{len(names)} keys"
-    row_of = {k: i for i, k in enumerate(names)}
-    parts: list[
-        tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-    ] = []  # rows of names, steps, times, values
-    for block in blocks:
-        in_matrix = [(row_of[k], j) for j, k in enumerate(block.matrix_keys) if k in row_of]
-        if in_matrix:
-            width = len(block.matrix_keys)
-            matrix = np.frombuffer(block.matrix, dtype=np.float64).reshape(-1, width)
-            steps, times = block.steps, block.times
-            if block.visible is not None:
-                matrix, steps, times = matrix[block.visible], steps[block.visible], times[block.visible]
-            rows, columns = (np.array(x, dtype=np.int64) for x in zip(*in_matrix, strict=True))
-            chosen = matrix[:, columns].T.reshape(-1)  # key by key
-            n = len(rows)
-            parts.append((np.repeat(rows, len(steps)), np.tile(steps, n), np.tile(times, n), chosen))
-        for key in (k for k in block.cols if k in row_of):
-            column = series([block], key)
-            parts.append(
-                (np.full(len(column), row_of[key]), column.steps, column.times, numeric_values(column))
-            )
-    if not parts:
-        return Across(pattern, names, np.empty(0, np.int64), np.empty((len(names), 0)))
-    rows, steps, times, values = (np.concatenate([p[i] for p in parts]) for i in range(4))
-    unique, at = np.unique(steps, return_inverse=True)
-    cell = rows * len(unique) + at
-    order = np.argsort(times, kind="stable")  # logging order, across processes
-    cell, values = cell[order], values[order]
-    _, first_from_end = np.unique(cell[::-1], return_index=True)
-    last = len(cell) - 1 - first_from_end  # a step logged again: its last value
-    out = np.full((len(names), len(unique)), np.nan)
-    out.flat[cell[last]] = values[last]
-    return Across(pattern, names, unique, out)
+    names, name = _names(keys, pattern)
+    sources = _sources(blocks, names)
+    steps = _all_steps(sources)
+    if not len(steps):
+        return Across(name, names, np.empty(0, np.int64), np.empty((len(names), 0)))
+    return Across(name, names, steps, _fill(sources, len(names), steps).T)
+
+
+def fit(
+    blocks: list[codec.Block],
+    keys: list[str],
+    pattern: str | list[str],
+    width: int,
+    lines: int,
+    cells: int = SLICE_CELLS,
+) -> Fitted:
+    """What a chart ``width`` pixels wide draws of the keys ``pattern`` names (as ``across``): the band
+    at every step, thinned (``band_points``: the highest max and lowest p5 kept), and the heatmap in
+    ``width`` × ``lines`` cells (``heat``'s). Read and reduced ``cells`` of key × step at a time: the
+    band of a step is over all its keys (exact), a heat cell sums its steps as they come."""
+    import numpy as np
+
+    names, _ = _names(keys, pattern)
+    sources = _sources(blocks, names)
+    steps = _all_steps(sources)
+    band = np.full((len(BAND), len(steps)), np.nan)
+    sums = _HeatSums(len(names), len(steps), width)
+    per_slice = max(cells // max(len(names), 1), 1)
+    for first in range(0, len(steps), per_slice):
+        values = _fill(sources, len(names), steps[first : first + per_slice])
+        band[:, first : first + len(values)] = percentiles(values, axis=1)
+        sums.add(values, first)
+    lines_of = {name: band[i] for i, (name, _) in enumerate(BAND)}
+    at = band_points(steps, lines_of, width)
+    return Fitted(names, steps[at], {k: v[at] for k, v in lines_of.items()}, sums.heat(names, steps, lines))

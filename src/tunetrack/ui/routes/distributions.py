@@ -53,12 +53,13 @@ def distribution(
         "counts": shown.counts.tolist(),
         "high": float(shown.counts.max()) if shown.counts.size else 0.0,
         "total": shown.total.tolist(),
-        "min": _finite(shown.low),
-        "max": _finite(shown.high),
-        "mean": _finite(shown.mean),
+        "min": finite(shown.low),
+        "max": finite(shown.high),
+        "mean": finite(shown.mean),
     }
 
 
-def _finite(values: Any) -> list[float | None]:
-    """Numbers as JSON lists, NaN as None (a column whose steps hold no value)."""
+def finite(values: Any) -> list[float | None]:
+    """Numbers as JSON lists, NaN and ±Inf as None (a column whose steps hold no value, a gap in a line,
+    a heatmap cell with no number)."""
     return [v if math.isfinite(v) else None for v in values.tolist()]

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 #: the band's lines: a name and its percentile (the max is the 100th)
 BAND: tuple[tuple[str, float], ...] = (("p5", 5.0), ("p50", 50.0), ("p95", 95.0), ("max", 100.0))
-#: the cells of key × step ``fit`` holds at once (two float64 matrices of it: 64 MB): 390 steps of
-#: 10,240 keys a slice
-SLICE_CELLS = 4_000_000
+#: the cells of key × step ``fit`` holds at once (a float64 matrix: 16 MB; twice that where steps come
+#: again): 195 steps of 10,240 keys a slice
+SLICE_CELLS = 2_000_000
 
 
 def natural(key: str) -> list[object]:
@@ -105,17 +105,20 @@ class Heat:
     high: float
 
 
-class _HeatSums:
-    """A heatmap's cells summed as slices of steps come (``add``), then folded into rows (``heat``):
-    neighbouring steps share a column (about ``columns``, by their place among the ``n`` steps),
-    neighbouring keys a row."""
+class _HeatRows:
+    """A heatmap made as slices of steps come (``add``): neighbouring steps share a column (about
+    ``columns``, by their place among the ``n`` steps), their mean per key; neighbouring keys a row,
+    the max of their means. A column is folded into its cells as soon as its last step has come (one
+    that a slice cuts is carried to the next), so no key × column matrix is ever held."""
 
-    def __init__(self, keys: int, n: int, columns: int) -> None:
+    def __init__(self, keys: int, n: int, columns: int, lines: int) -> None:
         import numpy as np
 
+        self.n = n
         self.starts = np.unique(np.linspace(0, n, max(min(columns, n), 1), endpoint=False).astype(int))
-        self.sums = np.zeros((len(self.starts) if n else 0, keys))
-        self.counts = np.zeros((len(self.starts) if n else 0, keys))
+        self.row_starts = np.arange(0, keys, max(-(-keys // max(lines, 1)), 1))
+        self.grid = np.full((len(self.row_starts), len(self.starts) if n else 0), np.nan)
+        self.carried: tuple[int, np.ndarray, np.ndarray] | None = None  # column, sums, counts
 
     def add(self, values: np.ndarray, first: int) -> None:
         """``values``: steps × keys, the steps from the ``first``-th of the ``n`` on."""
@@ -125,29 +128,35 @@ class _HeatSums:
             return
         begin, end = first, first + len(values)
         column = int(np.searchsorted(self.starts, begin, side="right")) - 1
-        inside = self.starts[(self.starts > begin) & (self.starts < end)]
-        cuts = np.r_[0, inside - begin]
-        columns = slice(column, column + len(cuts))
+        cuts = np.r_[0, self.starts[(self.starts > begin) & (self.starts < end)] - begin]
         finite = np.isfinite(values)
         if finite.all():  # what a training loop logs: no cell to leave out
-            self.sums[columns] += np.add.reduceat(values, cuts, axis=0)
-            self.counts[columns] += np.diff(np.r_[cuts, len(values)])[:, None]
-            return
-        self.sums[columns] += np.add.reduceat(np.where(finite, values, 0.0), cuts, axis=0)
-        self.counts[columns] += np.add.reduceat(finite, cuts, axis=0)
+            sums = np.add.reduceat(values, cuts, axis=0)
+            counts = np.broadcast_to(np.diff(np.r_[cuts, len(values)])[:, None], sums.shape).astype(float)
+        else:
+            sums = np.add.reduceat(np.where(finite, values, 0.0), cuts, axis=0)
+            counts = np.add.reduceat(finite, cuts, axis=0).astype(float)
+        if self.carried is not None and self.carried[0] == column:
+            sums[0] += self.carried[1]
+            counts[0] += self.carried[2]
+        self.carried = None
+        closed = end == self.n or end in self.starts
+        if not closed:  # its last column goes on in the next slice
+            self.carried = (column + len(cuts) - 1, sums[-1], counts[-1])
+            sums, counts = sums[:-1], counts[:-1]
+        if len(sums):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = sums / counts  # NaN where a cell has no number (0 / 0)
+            self.grid[:, column : column + len(sums)] = np.fmax.reduceat(means, self.row_starts, axis=1).T
 
-    def heat(self, keys: list[str], steps: np.ndarray, lines: int) -> Heat:
+    def heat(self, keys: list[str], steps: np.ndarray) -> Heat:
         import numpy as np
 
-        per_row = -(-len(keys) // max(lines, 1))
-        row_starts = np.arange(0, len(keys), per_row)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = self.sums / self.counts  # NaN where a cell has no number (0 / 0)
-        grid = (np.fmax.reduceat(means, row_starts, axis=1) if means.size else means).T
-        shown = grid[np.isfinite(grid)]
+        shown = self.grid[np.isfinite(self.grid)]
         low, high = (float(shown.min()), float(shown.max())) if shown.size else (0.0, 0.0)
-        rows = [(keys[i], int(min(per_row, len(keys) - i))) for i in row_starts.tolist()]
-        return Heat(rows, steps[self.starts] if len(steps) else steps, grid, low, high)
+        per_row = int(self.row_starts[1]) if len(self.row_starts) > 1 else len(keys)
+        rows = [(keys[i], int(min(per_row, len(keys) - i))) for i in self.row_starts.tolist()]
+        return Heat(rows, steps[self.starts] if len(steps) else steps, self.grid, low, high)
 
 
 def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | None = None) -> Heat:
@@ -159,9 +168,9 @@ def heat(view: Across, columns: int, lines: int, window: tuple[float, float] | N
     if window is not None:
         keep = (steps >= window[0]) & (steps <= window[1])
         values, steps = values[:, keep], steps[keep]
-    sums = _HeatSums(len(view.keys), len(steps), columns)
-    sums.add(values.T, 0)
-    return sums.heat(view.keys, steps, lines)
+    cells = _HeatRows(len(view.keys), len(steps), columns, lines)
+    cells.add(values.T, 0)
+    return cells.heat(view.keys, steps)
 
 
 @dataclass
@@ -252,9 +261,7 @@ def _fill(sources: list[_Source], n: int, steps: np.ndarray) -> np.ndarray:
     block's), NaN where none is a number."""
     import numpy as np
 
-    out = np.full((len(steps), n), np.nan)
-    when = np.full((len(steps), n), -np.inf)
-    written = np.zeros(len(steps), dtype=bool)  # steps some block wrote to: only there can two meet
+    cells = _Cells(len(steps), n)
     lo, hi = steps[0], steps[-1]
     for src in sources:
         inside = (src.steps >= lo) & (src.steps <= hi)
@@ -264,16 +271,14 @@ def _fill(sources: list[_Source], n: int, steps: np.ndarray) -> np.ndarray:
         if len(src.rows):
             width = len(src.block.matrix_keys)
             matrix = np.frombuffer(src.block.matrix, dtype=np.float64).reshape(-1, width)
-            values = matrix[src.picked[inside]][:, src.columns]
-            _place(out, when, written, at, src.rows, values, times)
+            cells.place(at, src.rows, matrix[src.picked[inside]][:, src.columns], times)
         for row, key in src.others:
             column = series([src.block], key)
             keep = _last_of_each(column.steps)
             keep = keep[(column.steps[keep] >= lo) & (column.steps[keep] <= hi)]
             at = np.searchsorted(steps, column.steps[keep])
-            values = numeric_values(column)[keep][:, None]
-            _place(out, when, written, at, np.array([row]), values, column.times[keep])
-    return out
+            cells.place(at, np.array([row]), numeric_values(column)[keep][:, None], column.times[keep])
+    return cells.out
 
 
 def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
@@ -285,32 +290,40 @@ def _as_slice(idx: np.ndarray) -> np.ndarray | slice:
     return idx
 
 
-def _place(
-    out: np.ndarray,
-    when: np.ndarray,
-    written: np.ndarray,
-    at: np.ndarray,
-    rows: np.ndarray,
-    values: np.ndarray,
-    times: np.ndarray,
-) -> None:
-    """``values`` (``len(at)`` × ``len(rows)``, logged at ``times``) into the cells of ``out`` at steps
-    ``at`` and keys ``rows``, where logged no earlier than what is there (``when``: each cell's time;
-    ``written``: the steps written to so far, where it is worth looking)."""
-    import numpy as np
+class _Cells:
+    """A matrix of step × key filled block by block, each cell with the value logged last. While each
+    step comes from one block (a training loop's run) no cell's time is kept; once a step comes again
+    (two processes, a step logged again in a later block) the times of every cell written so far are
+    made (``when``) and compared from then on."""
 
-    places = (_as_slice(at), _as_slice(rows))
-    cells: Any = places if all(isinstance(p, slice) for p in places) else np.ix_(at, rows)
-    again = written[at].any()
-    written[at] = True
-    if again:  # some block wrote at these steps: keep what was logged later
-        held = when[cells]
-        newer = times[:, None] >= held
-        if not newer.all():
-            out[cells] = np.where(newer, values, out[cells])
-            when[cells] = np.where(newer, times[:, None], held)
+    def __init__(self, steps: int, keys: int) -> None:
+        import numpy as np
+
+        self.out = np.full((steps, keys), np.nan)
+        self.when: np.ndarray | None = None
+        self.written = np.zeros(steps, dtype=bool)
+        self.placed: list[tuple[Any, np.ndarray]] = []  # cells and times, until ``when`` is made
+
+    def place(self, at: np.ndarray, rows: np.ndarray, values: np.ndarray, times: np.ndarray) -> None:
+        """``values`` (``len(at)`` × ``len(rows)``, logged at ``times``) into the cells at steps ``at``
+        and keys ``rows``, where logged no earlier than what is there."""
+        import numpy as np
+
+        places = (_as_slice(at), _as_slice(rows))
+        cells: Any = places if all(isinstance(p, slice) for p in places) else np.ix_(at, rows)
+        if self.when is None and self.written[at].any():  # a step comes again: times kept from now on
+            self.when = np.full(self.out.shape, -np.inf)
+            for earlier, when in self.placed:
+                self.when[earlier] = when[:, None]
+        self.written[at] = True
+        if self.when is None:
+            self.placed.append((cells, times))
+            self.out[cells] = values
             return
-    out[cells], when[cells] = values, times[:, None]
+        held = self.when[cells]
+        newer = times[:, None] >= held
+        self.out[cells] = values if newer.all() else np.where(newer, values, self.out[cells])
+        self.when[cells] = np.where(newer, times[:, None], held)
 
 
 def _all_steps(sources: list[_Source]) -> np.ndarray:
@@ -352,12 +365,12 @@ def fit(
     sources = _sources(blocks, names)
     steps = _all_steps(sources)
     band = np.full((len(BAND), len(steps)), np.nan)
-    sums = _HeatSums(len(names), len(steps), width)
+    heat_rows = _HeatRows(len(names), len(steps), width, lines)
     per_slice = max(cells // max(len(names), 1), 1)
     for first in range(0, len(steps), per_slice):
         values = _fill(sources, len(names), steps[first : first + per_slice])
         band[:, first : first + len(values)] = percentiles(values, axis=1)
-        sums.add(values, first)
+        heat_rows.add(values, first)
     lines_of = {name: band[i] for i, (name, _) in enumerate(BAND)}
     at = band_points(steps, lines_of, width)
-    return Fitted(names, steps[at], {k: v[at] for k, v in lines_of.items()}, sums.heat(names, steps, lines))
+    return Fitted(names, steps[at], {k: v[at] for k, v in lines_of.items()}, heat_rows.heat(names, steps))

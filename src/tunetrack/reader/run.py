@@ -370,8 +370,11 @@ class Run:
         records = self._records
         if self._keys[0] is not records:
             seen: dict[str, None] = {}
+            last: list[str] | None = None
             for block in records.blocks:
-                seen.update(dict.fromkeys(block.keys()))
+                if block.cols or block.matrix_keys != last:  # a process's blocks of 10,240 keys: once
+                    seen.update(dict.fromkeys(block.keys()))
+                    last = block.matrix_keys
             self._keys = (records, seen)
         return self._keys[1]
 

@@ -212,6 +212,7 @@ def test_the_run_page_draws_one_card_for_the_family(moe, server, browser, width)
         heat_rows = card.query_selector("canvas.heat-canvas")
         wait_until(lambda: heat_rows.get_attribute("data-rows") == str(-(-EXPERTS // -(-EXPERTS // 80))))
         assert "layer17" in card.query_selector(".heat-steps").inner_text()
+        assert f"across {EXPERTS} keys" in card.query_selector(".family-band .u-title").inner_text()
         assert len(across) == 2 and "match=layer17%2F" in across[-1]
         page.fill("#chartsearch", "(")
         wait_until(lambda: "regular expression" in page.inner_text("#chartsearch-error"))

@@ -95,7 +95,7 @@ export function drawFamily(fam, log) {
   const data = fam.data;
   if (!data) return;
   const ys = BAND_NAMES.map(name => data.band[name].map(v => (log && !(v > 0) ? null : v)));
-  const shape = String(log);
+  const shape = `${log} ${data.keys}`;  // a search that changes how many keys: a new title
   if (fam.band.chart && fam.shape === shape) setLines(fam.band.chart, [data.steps, ...ys], null);
   else {
     dropChart(fam.band);

@@ -1,6 +1,9 @@
 """The dashboard at scale, in Debian's Chromium driven by Playwright (issue: the live dashboard).
 
-    python benchmarks/ui_bench.py [--quick] [--reps N]
+    python benchmarks/ui_bench.py [--quick] [--reps N] [--many-keys]
+
+``--many-keys``: only the run page of a mixture-of-experts run, 10,240 keys × 1,000 steps
+(``ui_many_keys.py``: first chart and family heatmap drawn, the page's requests and bytes).
 
 Browser rows (seconds from navigation until everything is drawn, medians over repetitions):
 
@@ -216,7 +219,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="two repetitions instead of five")
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument(
+        "--many-keys",
+        action="store_true",
+        help="only the run page of 10,240 keys x 1,000 steps (ui_many_keys.py)",
+    )
     opts = parser.parse_args()
+    if opts.many_keys:
+        import ui_many_keys
+
+        with tempfile.TemporaryDirectory() as tmp:
+            ui_many_keys.run(opts.reps or (3 if opts.quick else 5), Path(tmp), CHROMIUM_ARGS, VIEWPORT)
+        return
     from playwright.sync_api import sync_playwright
 
     from support.helpers import Server, wait_until  # the same server harness the browser tests use

@@ -9,7 +9,7 @@ import pytest
 from tunetrack import Tracker
 from tunetrack.errors import UnknownName
 from tunetrack.reader import open_run
-from tunetrack.reader.across import matching, natural
+from tunetrack.reader.across import band_points, fit, heat, matching, natural
 
 LAYERS, EXPERTS, STEPS = 40, 250, 200
 
@@ -76,6 +76,55 @@ def test_keys_missing_at_some_steps_and_a_pattern_nothing_matches(tmp_path):
     assert np.allclose(view.band()["p50"], np.nanpercentile(expected, 50, axis=0))
     with pytest.raises(UnknownName, match="no run has metric pattern 'layer\\*/grad_nrom'"):
         read.across("layer*/grad_nrom")
+
+
+@pytest.mark.parametrize("cells", [10**9, 25_000, 7_000], ids=["one slice", "slices", "columns cut"])
+def test_fit_reduces_as_it_reads_what_the_whole_matrix_gives(moe, cells):
+    """``fit`` reads a slice of steps at a time (``cells``: 10 steps of 2,500 keys, or 2.8, which cuts
+    heat columns across slices): its band at the steps it sends is NumPy's percentiles over the keys
+    at each step, and its heatmap is ``heat``'s of the whole matrix."""
+    pattern = "moe/layer3*/expert*/load"
+    view = moe.across(pattern)
+    blocks = moe._records.blocks
+    found = fit(blocks, moe.keys(), pattern, width=48, lines=20, cells=cells)
+    assert found.keys == view.keys
+    band = view.band()
+    at = band_points(view.steps, band, 48)
+    assert np.array_equal(found.steps, view.steps[at]) and len(found.steps) < STEPS
+    for name, q in (("p5", 5), ("p50", 50), ("p95", 95), ("max", 100)):
+        assert np.allclose(found.band[name], np.percentile(view.values, q, axis=0)[at]), name
+    assert found.band["max"].max() == view.values.max()  # the run's highest value is among the steps sent
+    whole = heat(view, 48, 20)
+    assert found.heat.rows == whole.rows and np.array_equal(found.heat.starts, whole.starts)
+    assert np.allclose(found.heat.grid, whole.grid) and (found.heat.low, found.heat.high) == (
+        whole.low,
+        whole.high,
+    )
+
+
+def test_fit_with_gaps_steps_logged_again_and_a_second_process(tmp_path):
+    """Keys missing at some steps (NaN cells), a step logged again (its last value), and a resumed
+    run's second process logging the same steps over again: ``fit`` in slices of 2 steps agrees with
+    the whole matrix, which holds each cell's last value."""
+    keys = [f"layer{i}/grad_norm" for i in range(5)]
+    with Tracker(dir=tmp_path, name="gaps", system=False, console=False) as run:
+        for step in range(1, 13):
+            run.log({k: float(i * step) for i, k in enumerate(keys) if (i + step) % 4}, step=step)
+        run.log({keys[0]: 99.0}, step=12)
+    with Tracker(dir=tmp_path, resume=run.id, system=False, console=False) as again:
+        for step in range(10, 16):
+            again.log({k: -float(i + step) for i, k in enumerate(keys)}, step=step)
+    read = open_run(run.id, tmp_path)
+    view = read.across("layer*/grad_norm")
+    assert view.steps.tolist() == list(range(1, 16))
+    assert view.values[0, 11] == -12.0  # the second process logged step 12 last
+    found = fit(read._records.blocks, read.keys(), "layer*/grad_norm", width=8, lines=3, cells=10)
+    band = view.band()
+    at = band_points(view.steps, band, 8)
+    for name in band:
+        assert np.allclose(found.band[name], band[name][at], equal_nan=True), name
+    whole = heat(view, 8, 3)
+    assert np.allclose(found.heat.grid, whole.grid, equal_nan=True) and found.heat.rows == whole.rows
 
 
 def test_natural_order():

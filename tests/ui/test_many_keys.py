@@ -109,6 +109,56 @@ def test_an_unknown_pattern_is_one_line(moe):
         assert c.get(f"/api/runs/{run_id}/across", params={"pattern": GLOB, "width": 0}).status_code == 422
 
 
+def test_the_run_pages_metadata_folds_the_family(moe):
+    """The run page's first answer (``?fold=1``) names the family, not its 10,000 keys: its count, first
+    and last key, summary and place; a few kB where every key and its summary were 2 MB."""
+    root, run_id = moe
+    with TestClient(create_app(root, None), base_url="http://test") as c:
+        whole = c.get(f"/api/runs/{run_id}")
+        page = c.get(f"/api/runs/{run_id}", params={"fold": 1})
+    assert len(whole.json()["keys"]) == LAYERS * EXPERTS + 1 and len(whole.content) > 1_000_000
+    assert len(page.content) < 10_000, len(page.content)
+    data = page.json()
+    assert data["keys"] == ["loss"] and list(data["summary"]) == ["loss"]
+    family = data["families"][GLOB]
+    assert family["keys"] == LAYERS * EXPERTS and family["at"] == 0
+    assert (family["first"], family["last"]) == ("moe/layer0/expert0/load", "moe/layer39/expert249/load")
+    assert family["summary"]["max"] == 6.0 and family["summary"]["step"] == STEPS
+    assert data["overview"]["summary"] == whole.json()["overview"]["summary"]  # the same rows shown
+    assert "aggregates" not in data["meta"]["processes"][0]["end"]
+
+
+def test_a_search_draws_only_the_keys_it_matches(moe):
+    """The page's search over the keys: GET /families says how many of each family's keys a regular
+    expression matches (all where it matches the glob), and /across?match= draws those only: the band
+    and heatmap of exactly those keys."""
+    root, run_id = moe
+    view = open_run(run_id, root).across([f"moe/layer17/expert{e}/load" for e in range(EXPERTS)])
+    with TestClient(create_app(root, None), base_url="http://test") as c:
+        families = f"/api/runs/{run_id}/families"
+        assert c.get(families, params={"match": "LAYER17/"}).json() == {GLOB: EXPERTS}
+        assert c.get(families, params={"match": "expert\\*"}).json() == {GLOB: LAYERS * EXPERTS}
+        assert c.get(families, params={"match": "^loss$"}).json() == {GLOB: 0}
+        bad = c.get(families, params={"match": "("})
+        assert bad.status_code == 400 and "\n" not in bad.json()["detail"]
+        data = c.get(
+            f"/api/runs/{run_id}/across",
+            params={"pattern": GLOB, "match": "layer17/", "width": 600, "rows": 50},
+        ).json()
+        none = c.get(f"/api/runs/{run_id}/across", params={"pattern": GLOB, "match": "^loss$"})
+    assert none.status_code == 404 and "matches" in none.json()["detail"]
+    assert (data["keys"], data["of"], data["first"]) == (
+        EXPERTS,
+        LAYERS * EXPERTS,
+        "moe/layer17/expert0/load",
+    )
+    band = view.band()
+    for name in band:
+        assert np.allclose(_nan(data["band"][name]), band[name]), name
+    assert max(data["band"]["max"]) == 6.0  # the hot expert is in layer 17
+    assert len(data["heat"]["rows"]) == 50 and sum(n for _, n in data["heat"]["rows"]) == EXPERTS
+
+
 def _heat_pixels(card) -> np.ndarray:
     image = Image.open(io.BytesIO(card.query_selector("canvas.heat-canvas").screenshot())).convert("RGB")
     return np.asarray(image, dtype=np.int16)
@@ -155,15 +205,24 @@ def test_the_run_page_draws_one_card_for_the_family(moe, server, browser, width)
         wait_until(lambda: card.is_hidden() and loss.is_visible())
         assert page.inner_text("#chartcount") == "1 of 2 charts"
         assert "keys=%5Eloss%24" in page.url
-        page.fill("#chartsearch", "layer17/")  # a key of the family: the family is kept
+        page.fill("#chartsearch", "layer17/")  # keys of the family: the card draws those only
         wait_until(lambda: card.is_visible() and loss.is_hidden())
+        wait_until(lambda: card.get_attribute("data-keys") == str(EXPERTS))
+        assert f"{EXPERTS} of 10,000 keys" in card.query_selector(".family-title").inner_text()
+        heat_rows = card.query_selector("canvas.heat-canvas")
+        wait_until(lambda: heat_rows.get_attribute("data-rows") == str(-(-EXPERTS // -(-EXPERTS // 80))))
+        assert "layer17" in card.query_selector(".heat-steps").inner_text()
+        assert f"across {EXPERTS} keys" in card.query_selector(".family-band .u-title").inner_text()
+        assert len(across) == 2 and "match=layer17%2F" in across[-1]
         page.fill("#chartsearch", "(")
         wait_until(lambda: "regular expression" in page.inner_text("#chartsearch-error"))
         assert "\n" not in page.inner_text("#chartsearch-error")
         page.fill("#chartsearch", "")
         wait_until(lambda: card.is_visible() and loss.is_visible())
         assert page.inner_text("#chartsearch-error") == "" and page.inner_text("#chartcount") == ""
-        assert len(across) == 1 and len(series) <= 3  # nothing fetched again
+        wait_until(lambda: card.get_attribute("data-keys") == str(LAYERS * EXPERTS))
+        wait_until(lambda: heat_rows.get_attribute("data-rows") == "80")
+        assert len(across) == 2 and len(series) <= 3  # the whole family drawn again from what it had
         assert errors == []
     finally:
         context.close()

@@ -21,7 +21,7 @@ from .. import aggregates, metric_keys
 from ..edits import author
 from ..errors import TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
-from ..reader.across import band_points, matching
+from ..reader.across import matching
 from ..reader.as_text import last_lines, overview, samples_listed, short
 from ..reader.families import SUMMARY_SHOWN, family_summary, fold
 from ..reader.groups import is_pattern
@@ -488,17 +488,13 @@ def _summary(summary: dict[str, dict[str, Any]], full: bool) -> dict[str, dict[s
 
 
 def _band(run: Any, pattern: str, points: int) -> dict[str, Any]:
-    """The band of the keys ``pattern`` names at each step (``reader.across``: p5, p50, p95, max), at
-    about ``points`` steps (``band_points``: the highest max and the lowest p5 kept)."""
-    view = run.across(pattern)
-    if not view.keys:
-        return {"keys": 0}
-    band = view.band()
-    at = band_points(view.steps, band, points)
+    """The band of the keys ``pattern`` names at each step (``reader.across.fit``: p5, p50, p95, max
+    over the keys), at about ``points`` steps (the highest max and the lowest p5 kept)."""
+    found = run.across_fitted(pattern, points, 1)
     return {
-        "keys": len(view.keys),
-        "steps": view.steps[at].tolist(),
-        **{n: v[at].tolist() for n, v in band.items()},
+        "keys": len(found.keys),
+        "steps": found.steps.tolist(),
+        **{n: v.tolist() for n, v in found.band.items()},
     }
 
 

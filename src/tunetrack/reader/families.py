@@ -26,6 +26,43 @@ def families(keys: list[str], least: int = 4) -> dict[str, list[str]]:
     return {name: members for name, members in found.items() if len(members) >= least and name != members[0]}
 
 
+def searched(glob: str, members: list[str], search: re.Pattern[str]) -> list[str]:
+    """The keys of a family a search over the keys shows (the run page's regular expression): those it
+    matches, or every one where it matches the family's glob as written (``expert\\*``)."""
+    if search.search(glob):
+        return members
+    return [key for key in members if search.search(key)]
+
+
+def folded(
+    keys: list[str], summary: dict[str, dict[str, Any]]
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """``keys`` with their families (``families``) folded, as the run page is first sent them: the
+    keys of no family, and per family's glob how many keys, its first and last, its summary
+    (``family_summary``) and ``at``, how many of the other keys come before its first. At 10,240
+    keys: a few hundred bytes instead of 2 MB of names and summaries, which the page asks for only
+    where it needs them (``reader.across``, the search)."""
+    groups = families(keys)
+    member = {key for members in groups.values() for key in members}
+    loose = [key for key in keys if key not in member]
+    firsts = {members[0]: glob for glob, members in groups.items()}
+    seen, at = 0, {}
+    for key in keys:
+        if key in firsts:
+            at[firsts[key]] = seen
+        seen += key not in member
+    return loose, {
+        glob: {
+            "keys": len(members),
+            "first": members[0],
+            "last": members[-1],
+            "at": at[glob],
+            "summary": family_summary([summary[k] for k in members if k in summary]),
+        }
+        for glob, members in groups.items()
+    }
+
+
 #: past this many keys, a summary folds the families of keys (``families``): ``tunetrack
 #: show`` (``--full``: each key), the dashboard's run page and the report
 SUMMARY_SHOWN = 40

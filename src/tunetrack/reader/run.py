@@ -27,7 +27,7 @@ from ..store.forks import ForkRef
 from ..store.process_meta import Role
 from . import console_log as console
 from . import from_ends
-from .across import Across, across
+from .across import Across, Fitted, across, fit
 from .checkpoints import Checkpoint, checkpoints
 from .console_log import Failure, Line, ProcessConsole
 from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_last_step
@@ -370,8 +370,11 @@ class Run:
         records = self._records
         if self._keys[0] is not records:
             seen: dict[str, None] = {}
+            last: list[str] | None = None
             for block in records.blocks:
-                seen.update(dict.fromkeys(block.keys()))
+                if block.cols or block.matrix_keys != last:  # a process's blocks of 10,240 keys: once
+                    seen.update(dict.fromkeys(block.keys()))
+                    last = block.matrix_keys
             self._keys = (records, seen)
         return self._keys[1]
 
@@ -379,6 +382,12 @@ class Run:
         """The keys a glob names (``moe/layer*/expert*/load``), or the keys listed, as one matrix of key
         × step, with the band of their percentiles at each step (``reader.across``)."""
         return across(self._records.blocks, self.keys(), pattern)
+
+    def across_fitted(self, pattern: str | list[str], width: int, lines: int) -> Fitted:
+        """What a screen draws of those keys: the band thinned to ``width`` and the heatmap in ``width``
+        × ``lines`` cells, reduced as the blocks are read (``reader.across.fit``: never the whole
+        matrix at once)."""
+        return fit(self._records.blocks, self.keys(), pattern, width, lines)
 
     def series(self, key: str, strict: bool = True) -> Series:
         """All visible points of one metric (numeric keys come back as a float or int array). ``key``

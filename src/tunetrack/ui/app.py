@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from ..reader import Catalog
 from ..reader.sweeps import Configs
 from . import assets, security
-from .routes import compare, distributions, media, pages, produced, runs, samples, steering, sweeps
+from .routes import compare, distributions, families, media, pages, produced, runs, samples, steering, sweeps
 
 
 def create_app(
@@ -38,7 +38,7 @@ def create_app(
     app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
     app.state.root = root  # the artifacts beside the runs are read from it (``routes.produced``)
     app.state.lineages = produced.Lineages()  # the store's lineage graph, built once per version
-    for topic in (runs, distributions, compare, media, samples, sweeps, produced, steering):
+    for topic in (runs, distributions, families, compare, media, samples, sweeps, produced, steering):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/

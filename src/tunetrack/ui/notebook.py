@@ -191,7 +191,7 @@ def _cards(runs: list[Run], groups: dict[str, list[str]]) -> list[dict[str, Any]
     for run in runs:
         for glob in groups:
             try:
-                found = across_json(run.across(glob), CARD_WIDTH, CARD_ROWS)
+                found = across_json(run.across_fitted(glob, CARD_WIDTH, CARD_ROWS), glob)
             except TunetrackError:  # this run has no key of the family
                 continue
             out.append({"run": run.id, "name": run.name, "kind": "family", **found})

@@ -178,10 +178,9 @@ def _family_cards(
     for glob in groups:
         for r in runs:
             try:
-                view = r.across(glob)
+                found = across_json(r.across_fitted(glob, CARD_WIDTH, CARD_ROWS), glob)
             except TunetrackError:  # this run has no key of the family
                 continue
-            found = across_json(view, CARD_WIDTH, CARD_ROWS)
             found["heat"]["values"] = [[_digits(v) for v in line] for line in found["heat"]["values"]]
             cards.append({"run": r.id, "label": f"{r.name} ({r.id})", **found})
             if on_chart:

@@ -16,9 +16,8 @@ from ... import aggregates
 from ...errors import TunetrackError, one_line
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
-from ...reader.across import as_json
 from ...reader.as_text import config_text
-from ...reader.families import families
+from ...reader.families import families, folded
 from ...reader.where import grep_error
 from .deps import CatalogDep, open_or_404
 
@@ -190,31 +189,68 @@ def keys(catalog: CatalogDep) -> dict[str, list[str]]:
 
 
 @router.get("/api/runs/{run_id}", summary="One run: metadata, provenance, summary, config, keys, events")
-def run(run_id: str, catalog: CatalogDep) -> dict[str, Any]:
+def run(
+    run_id: str,
+    catalog: CatalogDep,
+    fold: Annotated[
+        bool,
+        Query(
+            description="the run page's: families of keys as their glob, count and summary, not each key "
+            "(a run of 10,240 keys: a few kB, not 2.8 MB)"
+        ),
+    ] = False,
+) -> dict[str, Any]:
     """The run as ``run_json`` gives it, with its metric and system keys, its nodes, and what the page
     prints: ``overview`` (``run_text``: facts, summary and events worded as ``tunetrack show`` words
     them), ``flat_config`` (each value's text), ``samples`` (its tables of samples: keys, rows and
     steps) and ``families`` (``{glob: keys}``: keys that differ only in their numbers, drawn as one
     card, ``reader.families``), ``histogram_keys`` (the keys logged as ``tunetrack.Histogram``: a card
-    each, ``routes.distributions``)."""
+    each, ``routes.distributions``). With ``fold``: ``keys`` and ``summary`` only of the keys in no
+    family, and ``families`` as ``reader.families.folded`` gives them (``{glob: {keys, first, last,
+    at, summary}}``); a family's keys are then asked for by its card (``/across``) and the search
+    (``/families``)."""
     r = open_or_404(catalog, run_id)
     index = r.sample_index()
+    summary, keys, record = r.summary(), r.keys(), run_json(r, detail=True)
+    if fold:
+        keys, groups = folded(keys, summary)
+        summary = {k: summary[k] for k in keys if k in summary}
+        record["meta"] = lean(record["meta"])
     return {
-        **run_json(r, detail=True),
+        **record,
         "samples": {
             "keys": list(index),
             "rows": sum(n for steps in index.values() for n in steps.values()),
             "steps": len({step for steps in index.values() for step in steps}),
         },
-        "summary": r.summary(),
+        "summary": summary,
         "overview": run_text(r),
         "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},
-        "keys": (keys := r.keys()),
-        "families": families(keys),
+        "keys": keys,
+        "families": groups if fold else families(keys),
         "histogram_keys": r.histogram_keys(),
         "system_keys": r.system_keys(),
         "nodes": r.nodes,
     }
+
+
+#: what a process's end record holds per key, or again (the run's ``config``): not in a folded run's
+#: ``meta`` (at 10,240 keys, 1.2 MB of its 1.2 MB)
+PER_KEY_END = ("last", "aggregates", "config")
+
+
+def lean(meta: dict[str, Any]) -> dict[str, Any]:
+    """``Run.meta`` without what ``PER_KEY_END`` names in each process's end record."""
+    processes = [
+        {
+            **p,
+            "end": {k: v for k, v in p["end"].items() if k not in PER_KEY_END}
+            if p.get("end")
+            else p.get("end"),
+        }
+        for p in meta["processes"]
+    ]
+    return {**meta, "processes": processes}
 
 
 @router.get("/api/runs/{run_id}/logs", summary="What the run's processes printed, in time order")
@@ -299,34 +335,6 @@ def many(
             entry["error"] = f"no system metric {k!r} on {n!r}"
         out.append(entry)
     return {"series": out}
-
-
-@router.get(
-    "/api/runs/{run_id}/across",
-    summary="A family of keys (a glob) as one chart: the band of their percentiles and a heatmap of key x step",
-    description="What the run page draws for the keys a glob names (``moe/layer*/expert*/load``) instead "
-    "of a chart per key: ``band``, p5, p50, p95 and max at each of ``steps`` (every step up to about "
-    "``width``, past that M4's of the max and p5 lines); ``heat``, the key x step matrix fitted to "
-    "``rows`` x ``width`` cells (a row: the max of its neighbouring keys; a cell: the mean over its "
-    "steps). A glob that names no key is a 404 naming the closest keys.",
-)
-def across_view(
-    run_id: str,
-    catalog: CatalogDep,
-    pattern: Annotated[str, Query(min_length=1, description="a glob of metric keys, or one key")],
-    width: Annotated[int, Query(ge=8, le=10_000, description="the chart's width in pixels")] = 600,
-    rows: Annotated[int, Query(ge=1, le=2_000, description="the heatmap's rows at most")] = 64,
-) -> dict[str, Any]:
-    """``keys`` (how many), ``first`` and ``last`` (in natural order), ``steps``, ``band`` (a list per
-    line, null where no key has a number), ``heat``: ``rows`` ([first key, how many keys] each),
-    ``starts`` (each column's first step), ``values`` (a list per row, null for no number), ``low``
-    and ``high``."""
-    r = open_or_404(catalog, run_id)
-    try:
-        view = r.across(pattern)
-    except TunetrackError as exc:
-        raise HTTPException(404, one_line(exc)) from None
-    return as_json(view, width, rows)
 
 
 def _all_keys(catalog: Catalog, run_id: str) -> list[tuple[str, str]]:

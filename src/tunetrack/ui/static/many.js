@@ -3,7 +3,8 @@
 // card rather than a chart per key: the band of their percentiles at each step (p5, p50, p95, and the
 // max, the one expert that runs hot) and a heatmap of key x step (which one, and when), both from one
 // request, GET /api/runs/{id}/across, whose server fits the matrix to the card (reader.across.heat).
-// Which keys make a family the server says (the run's `families`, reader.families).
+// Which keys make a family the server says (the run's `families`, reader.families), and which of them a
+// search over the keys leaves (GET /api/runs/{id}/families): the page is never sent every key.
 import { api, dropChart, el, fmtNum, heatLegend, lineChart, markDrawn, paintCells, plural, setLines, viridis } from "./common.js";
 
 const NO_NUMBER = "#f3f4f6";  // a cell where no key of its row has a number at its steps
@@ -16,8 +17,11 @@ const BAND_STYLES = [{ stroke: "#6b9bc3", width: 1, points: NO_DOTS }, { stroke:
                      { stroke: "#6b9bc3", width: 1, points: NO_DOTS }, { stroke: "#e8590c", width: 1.5, dash: [5, 3], points: NO_DOTS }];
 const BAND_FILL = "rgb(78 121 167 / 0.14)";
 
-// The card of a family in `container`, its glob and count in the title; drawn once it is in view.
-export function addFamily(container, glob, keys) {
+// The card of a family in `container`: `info` is what the server folded it into (the run's
+// `families[glob]`: how many keys, the first and the last, their summary), not its keys: a run of
+// 10,240 keys sends their names only where a search needs them (GET /api/runs/{id}/families), and the
+// card asks for what it draws once it is in view.
+export function addFamily(container, glob, info) {
   const card = el("div", null, "chart family");
   card.dataset.family = glob;
   const title = el("div", null, "family-title");
@@ -33,31 +37,57 @@ export function addFamily(container, glob, keys) {
   card.append(title, el("div", null, "family-body"), status);
   card.querySelector(".family-body").append(band, heatBox);
   container.appendChild(card);
-  const fam = { glob, keys, card, title, band, heatBox, canvas, steps, legend, readout, status, data: null };
-  setCount(fam, keys);
+  // match: the search the card draws (null: every key), shown: how many keys it leaves;
+  // answers: the server's answer per search, so clearing a search draws the whole family at once
+  const fam = { glob, info, match: null, shown: info.keys, answers: new Map(), asked: null,
+                card, title, band, heatBox, canvas, steps, legend, readout, status, data: null };
+  setCount(fam, info);
   return fam;
 }
-export function setCount(fam, keys) {
-  fam.keys = keys;
-  fam.card.dataset.keys = String(keys.length);
-  fam.title.textContent = `${fam.glob} · ${plural(keys.length, "key")}`;
-  fam.title.title = `${keys[0]} … ${keys[keys.length - 1]}: one card for ${plural(keys.length, "key")} that differ only in their numbers`;
+// The title: the glob and how many keys (of how many, under a search); a live run's count grows.
+export function setCount(fam, info) {
+  if (fam.info.keys !== info.keys) fam.answers.clear();  // a live run's family grew: drawn anew
+  fam.info = info;
+  const shown = fam.match === null ? info.keys : fam.shown;
+  fam.card.dataset.keys = String(shown);
+  fam.title.textContent = `${fam.glob} · ${shown === info.keys ? plural(info.keys, "key") : `${shown.toLocaleString()} of ${plural(info.keys, "key")}`}`;
+  fam.title.title = `${info.first} … ${info.last}: one card for ${plural(info.keys, "key")} that differ only in their numbers`;
+}
+// The run page's search over the keys (a regular expression, any case): the card draws only the keys
+// it matches (`shown` of them), or all of them (`match` null).
+export function searchFamily(runId, fam, match, shown, log) {
+  if (fam.match === match && (match === null || fam.shown === shown)) return;
+  fam.match = match;
+  fam.shown = match === null ? fam.info.keys : shown;
+  setCount(fam, fam.info);
+  if (fam.seen) loadFamily(runId, fam, log);
 }
 // The request's size: the band about as many points as the card is wide, the heatmap a cell per pixel
 // across (at most one a step) and a row per few pixels down.
 export function acrossParams(fam) {
   const width = Math.max(100, Math.round(fam.heatBox.clientWidth || fam.band.clientWidth || 600));
-  return { pattern: fam.glob, width: String(width), rows: String(Math.min(80, Math.floor(HEAT_HEIGHT / 2.5))) };
+  return { pattern: fam.glob, width: String(width), rows: String(Math.min(80, Math.floor(HEAT_HEIGHT / 2.5))),
+           ...(fam.match === null ? {} : { match: fam.match }) };
 }
-export async function loadFamily(runId, fam, log) {
+// What the card draws, from the server; `again`: asked anew (a live run's), not from what it has.
+export async function loadFamily(runId, fam, log, again = false) {
+  const query = String(new URLSearchParams(acrossParams(fam)));
+  fam.asked = query;
+  if (again) fam.answers.clear();
+  let data = fam.answers.get(query);
   try {
-    fam.data = await api(`/api/runs/${encodeURIComponent(runId)}/across?${new URLSearchParams(acrossParams(fam))}`);
+    data ??= await api(`/api/runs/${encodeURIComponent(runId)}/across?${query}`);
   } catch (e) {
+    if (fam.asked !== query) return;  // another search was typed meanwhile
     fam.status.textContent = `cannot draw ${fam.glob}: ${e.message}`;
     fam.card.classList.add("failed");
     return;
   }
+  fam.answers.set(query, data);
+  if (fam.asked !== query) return;
   fam.status.textContent = "";
+  fam.card.classList.remove("failed");
+  fam.data = data;
   drawFamily(fam, log);
 }
 // Both views from what the card has (a log scale redraws the band, nothing is fetched again).
@@ -65,7 +95,7 @@ export function drawFamily(fam, log) {
   const data = fam.data;
   if (!data) return;
   const ys = BAND_NAMES.map(name => data.band[name].map(v => (log && !(v > 0) ? null : v)));
-  const shape = String(log);
+  const shape = `${log} ${data.keys}`;  // a search that changes how many keys: a new title
   if (fam.band.chart && fam.shape === shape) setLines(fam.band.chart, [data.steps, ...ys], null);
   else {
     dropChart(fam.band);
@@ -113,8 +143,7 @@ function drawHeat(fam, data) {
 // GET /api/runs/{id}/across answers: it names the family's first and last key and how many, which is
 // all the card's title says of them.
 export function drawnFamily(container, data) {
-  const keys = Object.assign(new Array(data.keys), { 0: data.first, [data.keys - 1]: data.last });
-  const fam = addFamily(container, data.pattern, keys);
+  const fam = addFamily(container, data.pattern, { keys: data.keys, first: data.first, last: data.last });
   fam.data = data;
   drawFamily(fam, false);
   return fam;

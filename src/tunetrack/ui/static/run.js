@@ -1,6 +1,6 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
-import { addFamily, drawFamily, loadFamily, setCount } from "./many.js";
+import { addFamily, drawFamily, loadFamily, searchFamily, setCount } from "./many.js";
 import { addDistribution, drawDistribution, loadDistribution } from "./dist.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
@@ -10,7 +10,7 @@ chartsLoading.catch(() => {});  // reported where the charts would be
 const runId = decodeURIComponent(location.pathname.split("/").pop());
 const charts = new Map();  // chartId -> {key, node, div, title, cursor, raw: {x, y}, range, shape, seen}
 // A family of keys (many.js: `moe/layer*/expert*/load`) is one card, not a chart per key.
-const fams = new Map();  // glob -> {glob, keys, card, ..., data, seen}
+const fams = new Map();  // glob -> {glob, info, match, shown, card, ..., data, seen}
 // A key logged as tunetrack.Histogram (dist.js) is a card of its distributions over the steps.
 const dists = new Map();  // key -> {key, histogram: true, card, canvas, ..., data, seen}
 let run = null;
@@ -177,24 +177,35 @@ function addChart(container, key, node) {
   return chart;
 }
 function addCharts(meta) {
-  const added = [];
-  // the server's families (reader.families: keys that differ only in their numbers); a key charted on
-  // its own before its family had four keys (a live run) stays on its own chart
-  const grouped = new Map();
-  for (const [glob, keys] of Object.entries(meta.families || {})) {
-    const members = keys.filter(k => !charts.has(k) || fams.has(glob));
-    if (members.length) grouped.set(glob, members);
+  const added = [], box = document.getElementById("charts");
+  // The server folds the families of keys (`?fold=1`; reader.families: keys that differ only in their
+  // numbers): `keys` are the others, `families` each glob's count, first and last key, and `at`, how
+  // many of the others come before it. A key charted on its own before its family had four keys (a
+  // live run) gives its chart up to the family's card.
+  const loose = new Set(meta.keys);
+  for (const [id, chart] of charts) {
+    if (chart.node || loose.has(chart.key)) continue;
+    dropChart(chart.div);
+    chart.div.remove();
+    charts.delete(id);
   }
-  const familyOf = new Map([...grouped].flatMap(([glob, keys]) => keys.map(k => [k, glob])));
-  for (const key of meta.keys) {
-    const glob = familyOf.get(key) ?? null;
-    if (glob && !fams.has(glob)) {
-      const fam = addFamily(document.getElementById("charts"), glob, grouped.get(glob));
-      fams.set(glob, fam);
-      whenSeen(fam.card, fam);
-    } else if (glob && fams.get(glob).keys.length !== grouped.get(glob).length) setCount(fams.get(glob), grouped.get(glob));
-    else if (!glob && !charts.has(key)) added.push(addChart(document.getElementById("charts"), key, null));
+  const before = new Map();  // a place among the keys -> the families that come there
+  for (const [glob, info] of Object.entries(meta.families || {})) {
+    const at = Math.min(info.at, meta.keys.length);
+    before.set(at, [...(before.get(at) || []), [glob, info]]);
   }
+  const family = (glob, info) => {
+    const fam = fams.get(glob);
+    if (fam) { if (fam.info.keys !== info.keys) setCount(fam, info); return; }
+    const made = addFamily(box, glob, info);
+    fams.set(glob, made);
+    whenSeen(made.card, made);
+  };
+  meta.keys.forEach((key, i) => {
+    for (const [glob, info] of before.get(i) || []) family(glob, info);
+    if (!charts.has(key)) added.push(addChart(box, key, null));
+  });
+  for (const [glob, info] of before.get(meta.keys.length) || []) family(glob, info);
   for (const node of meta.nodes) {
     for (const key of meta.system_keys) {
       if (!charts.has(chartId(key, node))) added.push(addChart(document.getElementById("system"), key, node));
@@ -238,8 +249,12 @@ function drawDue() {
   for (const fam of list.filter(c => c.glob)) { fam.seen = true; loadFamily(runId, fam, opts().log); }
   for (const dist of list.filter(c => c.histogram)) { dist.seen = true; loadDistribution(runId, dist, opts().log); }
 }
-// The search over the charts: a regular expression (any case) over the keys; a family is kept when its
-// glob or one of its keys matches. Nothing is fetched: a chart brought into view by it is drawn as any.
+// The search over the charts: a regular expression (any case) over the keys. A family's card is kept
+// when some of its keys match, and then draws only those (all of them where its glob matches): the
+// server says how many of each family's keys match (GET /api/runs/{id}/families, one request for every
+// family, once typing pauses) and draws the card from them; the page never holds every key.
+let searches = 0;  // the latest search's number: the answer to an older one is dropped
+let searchTimer = 0;
 function filterCharts() {
   const box = document.getElementById("chartsearch"), error = document.getElementById("chartsearch-error");
   let re = null;
@@ -258,18 +273,33 @@ function filterCharts() {
     c.div.classList.toggle("filtered", !keep);
     all++; shown += keep;
   }
-  for (const fam of fams.values()) {
-    const keep = !re || re.test(fam.glob) || fam.keys.some(k => re.test(k));
-    fam.card.classList.toggle("filtered", !keep);
-    all++; shown += keep;
-  }
   for (const dist of dists.values()) {
     const keep = !re || re.test(dist.key);
     dist.card.classList.toggle("filtered", !keep);
     all++; shown += keep;
   }
-  document.getElementById("chartcount").textContent = re ? `${shown} of ${all} charts` : "";
-  document.getElementById("charts-empty").hidden = !re || shown > 0;
+  const search = ++searches;
+  clearTimeout(searchTimer);
+  const counted = matched => {
+    if (search !== searches) return;
+    let kept = shown;
+    for (const fam of fams.values()) {
+      const n = matched ? matched[fam.glob] ?? 0 : fam.info.keys;
+      fam.card.classList.toggle("filtered", n === 0);
+      searchFamily(runId, fam, n && n < fam.info.keys ? box.value : null, n, opts().log);
+      kept += n > 0;
+    }
+    document.getElementById("chartcount").textContent = re ? `${kept} of ${all + fams.size} charts` : "";
+    document.getElementById("charts-empty").hidden = !re || kept > 0;
+  };
+  if (!re || !fams.size) return counted(null);
+  searchTimer = setTimeout(async () => {
+    try {
+      counted(await api(`/api/runs/${encodeURIComponent(runId)}/families?${new URLSearchParams({ match: box.value })}`));
+    } catch (e) {
+      if (search === searches) error.textContent = e.message;  // a pattern JavaScript reads and Python does not
+    }
+  }, 150);
 }
 function renderEvents() {  // samples show in their own view, below; a run without events has no such section
   const rows = run.overview.events.filter(e => e.kind !== "text");
@@ -442,7 +472,7 @@ function cannot(message) {
 }
 async function start() {
   // The charts' data is asked for once the run's keys are known, for the charts near the screen only.
-  const meta = api(`/api/runs/${encodeURIComponent(runId)}`);
+  const meta = api(`/api/runs/${encodeURIComponent(runId)}?fold=1`);
   try {
     run = await meta;
   } catch (e) {
@@ -475,7 +505,7 @@ async function refresh() {
   if (!run || run.state !== "running" || refreshing) return;
   refreshing = true;
   try {
-    const fresh = await api(`/api/runs/${encodeURIComponent(runId)}`);
+    const fresh = await api(`/api/runs/${encodeURIComponent(runId)}?fold=1`);
     run = fresh;
     addCharts(fresh);
     document.getElementById("traceback").textContent = run.error || "";
@@ -490,7 +520,7 @@ async function refresh() {
       await Promise.all(live.map((c, i) => extend(c, entries[i])));
     }
     if (++ticks % FAMILY_EVERY === 0) {
-      for (const fam of fams.values()) if (fam.data) loadFamily(runId, fam, opts().log);
+      for (const fam of fams.values()) if (fam.data) loadFamily(runId, fam, opts().log, true);
       for (const dist of dists.values()) if (dist.data) loadDistribution(runId, dist, opts().log);
     }
     // live while it runs; once it has ended, its state says so, and nothing is live any more

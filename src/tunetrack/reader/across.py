@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
+from ..errors import TunetrackError
 from ..jsonfile import finite_list
 from ..store import codec
 from .downsample import m4
@@ -25,6 +26,8 @@ from .series import numeric_values, series
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .run import Run
 
 #: the band's lines: a name and its percentile (the max is the 100th)
 BAND: tuple[tuple[str, float], ...] = (("p5", 5.0), ("p50", 50.0), ("p95", 95.0), ("max", 100.0))
@@ -356,6 +359,16 @@ def as_json(found: Fitted, pattern: str) -> dict[str, Any]:
             "high": found.heat.high,
         },
     }
+
+
+def family_json(run: Run, glob: str, width: int, rows: int) -> dict[str, Any] | None:
+    """``as_json`` of the keys of ``run`` that ``glob`` names, fitted to ``width`` × ``rows``
+    (``Run.across_fitted``); None where the run has none of them (a report or panel of several runs
+    draws a card per run that has the family)."""
+    try:
+        return as_json(run.across_fitted(glob, width, rows), glob)
+    except TunetrackError:
+        return None
 
 
 def across(blocks: list[codec.Block], keys: list[str], pattern: str | list[str]) -> Across:

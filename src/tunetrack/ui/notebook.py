@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import metric_keys
-from ..errors import AmbiguousRun, RunNotFound, TunetrackError
+from ..errors import AmbiguousRun, RunNotFound
 from ..histograms import as_json as distribution_json
 from ..reader import Run, Series, chart_points, list_runs, numeric_values, open_run, present
-from ..reader.across import as_json as across_json
+from ..reader.across import family_json
 from ..reader.as_text import samples_text
 from ..reader.families import families
 from ..states import State
@@ -185,14 +185,13 @@ def _main_keys(runs: list[Run], folded: set[str]) -> list[str]:
 
 def _cards(runs: list[Run], groups: dict[str, list[str]]) -> list[dict[str, Any]]:
     """The run page's cards, fitted to ``CARD_WIDTH``: a family of keys (``groups``, its glob: a card per
-    run that logged it, ``reader.across.as_json``) and each key logged as ``tunetrack.Histogram``
+    run that logged it, ``reader.across.family_json``) and each key logged as ``tunetrack.Histogram``
     (``histograms.as_json``), each with its run's ``run`` id and ``name`` and its ``kind``."""
     out: list[dict[str, Any]] = []
     for run in runs:
         for glob in groups:
-            try:
-                found = across_json(run.across_fitted(glob, CARD_WIDTH, CARD_ROWS), glob)
-            except TunetrackError:  # this run has no key of the family
+            found = family_json(run, glob, CARD_WIDTH, CARD_ROWS)
+            if found is None:  # this run has no key of the family
                 continue
             out.append({"run": run.id, "name": run.name, "kind": "family", **found})
         for key in run.histogram_keys():

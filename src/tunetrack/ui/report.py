@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from ..errors import TunetrackError
 from ..histograms import as_json as distribution_json
 from ..reader import (
     Run,
@@ -36,7 +35,7 @@ from ..reader import (
     run_json,
     run_text,
 )
-from ..reader.across import as_json as across_json
+from ..reader.across import family_json
 from ..reader.as_text import SAMPLE_CHARS, SAMPLE_ROWS, config_text, event_rows, samples_text
 from ..reader.families import families, family_summary, fold
 from . import assets
@@ -171,15 +170,14 @@ def _families(runs: Sequence[Run]) -> dict[str, list[str]]:
 def _family_cards(
     runs: Sequence[Run], groups: dict[str, list[str]], on_chart: Callable[[], object] | None
 ) -> list[dict[str, Any]]:
-    """Each family's card per run that logged it, as the run page's many.js draws it (``across_json``:
+    """Each family's card per run that logged it, as the run page's many.js draws it (``family_json``:
     the band of its keys' percentiles at each step, and the heatmap of key x step) fitted to
     ``CARD_WIDTH`` x ``CARD_ROWS``, its cells to ``CELL_DIGITS`` digits."""
     cards = []
     for glob in groups:
         for r in runs:
-            try:
-                found = across_json(r.across_fitted(glob, CARD_WIDTH, CARD_ROWS), glob)
-            except TunetrackError:  # this run has no key of the family
+            found = family_json(r, glob, CARD_WIDTH, CARD_ROWS)
+            if found is None:  # this run has no key of the family
                 continue
             found["heat"]["values"] = [[_digits(v) for v in line] for line in found["heat"]["values"]]
             cards.append({"run": r.id, "label": f"{r.name} ({r.id})", **found})

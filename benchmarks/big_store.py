@@ -1,0 +1,177 @@
+"""A team's store at scale (issue 36): build a folder of 100,000 ended runs once, then measure what
+reading it costs. Nothing is asserted (the exit code stays 0).
+
+    PYTHONPATH=src python benchmarks/big_store.py build DIR [--runs 100000] [--templates 200]
+    PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3]
+
+``build`` records ``--templates`` real runs with ``tunetrack.Tracker`` (20 steps each: a loss every
+step, an eval loss every fifth, a learning rate; a LoRA config; 10 projects), then fills the store up
+to ``--runs`` with copies of them under new run ids and names, spread over a year of creation times:
+each copy's records (``*.ttr``) are the template's bytes, its ``run.json``, process metadata and end
+records say its own id, name, project and times, and its Parquet copies (``reader.parquet``) hold its
+own id. Recording 100,000 runs through the writer takes hours on two cores (each start, fsync and
+finish); copying them takes minutes, and a reader cannot tell a copy from a run (the copies are read
+back by ``open_run`` in ``build``'s last step).
+
+``measure`` times, each in a fresh process (medians of ``--reps``; the first of them cold: the
+store's kept listing removed; the OS's file cache is left as it is): ``tunetrack ls --limit 20``, ``ls --project P --where
+... --sort loss:min``, and ``tunetrack query "SELECT count(*) FROM metrics"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
+sys.path[:0] = [str(SRC)]
+
+PROJECTS = 10
+STEPS = 20
+YEAR = 365 * 24 * 3600.0
+
+
+def _templates(root: Path, n: int) -> list[Path]:
+    """``n`` runs recorded by the Tracker into ``root``, their folders."""
+    from tunetrack import Tracker
+
+    rng = random.Random(0)
+    folders = []
+    for i in range(n):
+        lr, r = rng.choice([1e-5, 3e-5, 1e-4, 3e-4, 1e-3]), rng.choice([4, 8, 16, 32])
+        config = {"lr": lr, "lora": {"r": r, "alpha": 2 * r}, "seed": i, "model": "tiny-llama"}
+        with Tracker(
+            dir=root, project=f"project-{i % PROJECTS}", name=f"t{i}", config=config, system=False, console=False
+        ) as t:
+            for step in range(1, STEPS + 1):
+                row = {"loss": 2.0 / step + rng.random() * 0.1, "learning_rate": lr}
+                if step % 5 == 0:
+                    row["eval/loss"] = 2.2 / step + rng.random() * 0.1
+                t.log(row, step=step)
+        folders.append(root / t.id)
+    return folders
+
+
+def _copy(template: Path, dest_root: Path, run_id: str, name: str, project: str, created: float) -> None:
+    """A copy of ``template`` as run ``run_id``: its records as they are, its identity its own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = dest_root / run_id
+    out.mkdir()
+    run = json.loads((template / "run.json").read_text())
+    shift = created - run["created"]
+    run.update(id=run_id, name=name, project=project, created=created)
+    (out / "run.json").write_text(json.dumps(run))
+    for path in template.iterdir():
+        if path.name == "run.json":
+            continue
+        if path.suffix == ".parquet":
+            table = pq.read_table(path)
+            meta = dict(table.schema.metadata or {})
+            tag = json.loads(meta[b"tunetrack"])
+            tag["run"] = run_id
+            meta[b"tunetrack"] = json.dumps(tag).encode()
+            column = table.schema.get_field_index("run")
+            if column >= 0:
+                table = table.set_column(column, "run", pa.array([run_id] * len(table), pa.string()))
+            pq.write_table(table.replace_schema_metadata(meta), out / path.name)
+        elif path.suffix == ".json":  # a process's metadata (its run and start) or its end record
+            meta = json.loads(path.read_text())
+            if "run_id" in meta:
+                meta["run_id"] = run_id
+            for when in ("start", "time"):
+                if isinstance(meta.get(when), (int, float)):
+                    meta[when] += shift
+            (out / path.name).write_text(json.dumps(meta))
+        else:
+            shutil.copyfile(path, out / path.name)
+
+
+def build(root: Path, runs: int, templates: int) -> None:
+    from tunetrack.reader import list_runs, open_run
+    from tunetrack.store.layout import new_run_id
+
+    root.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    made = _templates(root, templates)
+    print(f"{templates} runs recorded in {time.perf_counter() - started:.1f} s", flush=True)
+    rng = random.Random(1)
+    now = time.time()
+    started = time.perf_counter()
+    for i in range(templates, runs):
+        template = made[i % templates]
+        _copy(template, root, new_run_id(), f"run-{i}", f"project-{i % PROJECTS}", now - rng.random() * YEAR)
+        if i % 10_000 == 0:
+            print(f"{i:,} runs ({time.perf_counter() - started:.0f} s)", flush=True)
+    print(f"{runs:,} runs in {root} ({time.perf_counter() - started:.0f} s copying)", flush=True)
+    sample = open_run(f"run-{runs - 1}", root)  # a copy reads back as a run: its own id, its points
+    assert sample.series("loss").steps.tolist() == list(range(1, STEPS + 1)), sample.id
+    print(f"{len(list_runs(root)):,} runs listed", flush=True)
+
+
+def _timed(args: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "tunetrack", *args],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    return time.perf_counter() - started
+
+
+def measure(root: Path, reps: int) -> None:
+    from tunetrack.store import layout
+
+    rows = {
+        "ls --limit 20": ["ls", "--dir", str(root), "--limit", "20"],
+        "ls --project --where --sort": [
+            "ls",
+            "--dir",
+            str(root),
+            "--project",
+            "project-3",
+            "--where",
+            "config.lr >= 1e-4",
+            "--sort",
+            "loss:min",
+            "--limit",
+            "20",
+        ],
+        "query count(*) FROM metrics": ["query", "--dir", str(root), "SELECT count(*) FROM metrics"],
+    }
+    load = os.getloadavg()[0]
+    print(f"{root}: load average {load:.2f}")
+    for label, args in rows.items():
+        (root / layout.LISTING).unlink(missing_ok=True)  # cold: the store has kept no listing
+        times = [_timed(args) for _ in range(reps)]
+        rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
+        print(f"{label:32} first {times[0]:6.2f} s   then median {rest:6.2f} s   ({', '.join(f'{t:.2f}' for t in times)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("what", choices=["build", "measure"])
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--templates", type=int, default=200)
+    parser.add_argument("--reps", type=int, default=3)
+    args = parser.parse_args()
+    if args.what == "build":
+        build(args.dir, args.runs, args.templates)
+    else:
+        measure(args.dir, args.reps)
+
+
+if __name__ == "__main__":
+    main()

@@ -153,7 +153,10 @@ def _copies(store: Store, runs: Iterator[Run]) -> Iterator[tuple[Run, dict[str, 
         tables, stamps = {}, []
         for table in layout.PARQUET_TABLES:
             path = run.folder.parquet_file(table)
-            data = pq.read_table(path) if path is not None else None
+            try:
+                data = pq.read_table(path) if path is not None else None
+            except (OSError, ValueError):  # removed or replaced meanwhile: the run is left for later
+                data = None
             stamps.append(stamped_sources(data.schema, run.id) if data is not None else None)
             tables[table] = data
         if stamps[0] is not None and all(s == stamps[0] for s in stamps):

@@ -7,7 +7,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``export``, ``samples``, ``report``
 - ``comparing``: ``diff``, ``compare``
 - ``producing``: ``artifacts``, ``lineage``
-- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``
+- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``, ``compact``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``steering``: ``run``, ``stop``
 - ``serving``: ``ui``, ``tui``, ``watch``
@@ -29,7 +29,14 @@ import click
 from .asking import mcp_command, query_command
 from .comparing import compare_command, diff_command
 from .errors import Group
-from .managing import note_command, parquet_command, rename_command, rm_command, tag_command
+from .managing import (
+    compact_command,
+    note_command,
+    parquet_command,
+    rename_command,
+    rm_command,
+    tag_command,
+)
 from .moving import import_group, sync_backend_command, sync_command
 from .producing import artifacts_command, lineage_command
 from .reading import (
@@ -75,6 +82,7 @@ for _command in (
     note_command,
     rm_command,
     parquet_command,
+    compact_command,
     sync_command,
     sync_backend_command,
     import_group,

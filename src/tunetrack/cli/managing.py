@@ -1,5 +1,6 @@
 """The commands that change runs in their store: ``tag``, ``rename``, ``note`` and ``rm`` (the read
-API does the work: ``tag_run``, ``rename_run``, ``note_run``, ``delete_runs``)."""
+API does the work: ``tag_run``, ``rename_run``, ``note_run``, ``delete_runs``), and those that write
+derived data beside them: ``parquet`` (each run's copy) and ``compact`` (many runs' copies merged)."""
 
 from __future__ import annotations
 
@@ -106,3 +107,30 @@ def parquet_command(runs: list[str], dir: str | None, force: bool) -> None:
     for w in write_parquet(runs, dir=dir, force=force):
         what = f"wrote {w.bytes:,} bytes" if w.bytes else "current"
         click.echo(f"{w.run.id} ({w.run.name}): {what}")
+
+
+@click.command("compact")
+@dir_option(path=False)
+@friendly
+def compact_command(dir: str | None) -> None:
+    """Merge ended runs' data into large Parquet files, by project and month, that tunetrack query
+    reads instead of each run's own copy (docs/compact.md). Safe from cron or any machine while jobs
+    write; a second run compacts nothing new; a run's own records are never removed. Needs pyarrow."""
+    from ..manage.compact import compact
+
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise click.ClickException(
+            "tunetrack compact needs pyarrow: pip install 'tunetrack[query]'"
+        ) from None
+    done = compact(dir)
+    if done.number is None:
+        click.echo("nothing new to compact")
+    else:
+        click.echo(
+            f"commit {done.number}: {done.runs} runs, {done.rows:,} rows in {done.files} files "
+            f"({done.bytes:,} bytes) in {done.seconds:.1f} s"
+        )
+    if done.removed:
+        click.echo(f"removed {done.removed} files left by a compaction that did not commit")

@@ -15,11 +15,14 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..store import layout
 from .run import Run
 from .sql_tables import BUILDERS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: the tables a run keeps as Parquet (``metrics``, ``system``, ``params``)
 PARQUET_TABLES = layout.PARQUET_TABLES
@@ -49,32 +52,47 @@ def _stamp(run: Run, made_from: dict[str, int]) -> dict[str, Any]:
 
 
 def parquet_bytes(run: Run, table: str, made_from: dict[str, int] | None = None) -> bytes:
-    """``table`` of ``run`` as a Parquet file (zstd; dictionary-encoded text; floats split by byte
-    stream, which compresses measured values better), its rows sorted by ``SORT``. ``made_from``:
-    ``sources(run)`` taken *before* the run's data was read (data appended meanwhile then makes the
-    copy stale rather than wrongly current)."""
-    import pyarrow as pa
+    """``table`` of ``run`` as a Parquet file (``writer_options``), its rows sorted by ``SORT``.
+    ``made_from``: ``sources(run)`` taken *before* the run's data was read (data appended meanwhile
+    then makes the copy stale rather than wrongly current)."""
     import pyarrow.parquet as pq
 
     made_from = sources(run) if made_from is None else made_from
     data = BUILDERS[table]([run])
     data = data.sort_by([(col, "ascending") for col in SORT[table]])
-    floats = [f.name for f in data.schema if pa.types.is_floating(f.type)]
-    #: no min/max for columns that may hold NaN (``value``, ``number``): Parquet's statistics leave
-    #: NaN out, and DuckDB (2.0) then skips a row group for ``isnan(value)`` that holds one
-    stats = [f.name for f in data.schema if f.name not in ("value", "number")]
     data = data.replace_schema_metadata({META_KEY: json.dumps(_stamp(run, made_from)).encode()})
     out = io.BytesIO()
-    pq.write_table(
-        data,
-        out,
-        compression="zstd",
-        row_group_size=ROW_GROUP,
-        use_dictionary=[f.name for f in data.schema if pa.types.is_string(f.type)],
-        use_byte_stream_split=floats or False,
-        write_statistics=stats,
-    )
+    pq.write_table(data, out, row_group_size=ROW_GROUP, **writer_options(data.schema))
     return out.getvalue()
+
+
+def writer_options(schema: pa.Schema) -> dict[str, Any]:
+    """How tunetrack writes Parquet (a run's copy, a compacted file): zstd, dictionary-encoded text,
+    floats split by byte stream, and no min/max for columns that may hold NaN (``value``, ``number``):
+    Parquet's statistics leave NaN out, and DuckDB (2.0) then skips a row group for ``isnan(value)``
+    that holds one."""
+    import pyarrow as pa
+
+    floats = [f.name for f in schema if pa.types.is_floating(f.type)]
+    return {
+        "compression": "zstd",
+        "use_dictionary": [f.name for f in schema if pa.types.is_string(f.type)],
+        "use_byte_stream_split": floats or False,
+        "write_statistics": [f.name for f in schema if f.name not in ("value", "number")],
+    }
+
+
+def stamped_sources(schema: pa.Schema, run_id: str) -> dict[str, int] | None:
+    """What a copy of ``run_id`` with this schema says it was derived from (``sources``), or None for
+    a copy of another format or run (or no copy of ours)."""
+    try:
+        stamp = json.loads((schema.metadata or {}).get(META_KEY, b"{}"))
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(stamp, dict) or stamp.get("format") != FORMAT or stamp.get("run") != run_id:
+        return None
+    found = stamp.get("sources")
+    return found if isinstance(found, dict) else None
 
 
 def current_file(run: Run, table: str) -> Path | None:
@@ -86,11 +104,10 @@ def current_file(run: Run, table: str) -> Path | None:
     if path is None:
         return None
     try:
-        meta = pq.read_schema(path).metadata or {}
-        stamp = json.loads(meta.get(META_KEY, b"{}"))
+        schema = pq.read_schema(path)
     except (OSError, ValueError, TypeError):  # torn or foreign: not ours to trust
         return None
-    return path if stamp == _stamp(run, sources(run)) else None
+    return path if stamped_sources(schema, run.id) == sources(run) else None
 
 
 def split(runs: Sequence[Run], table: str) -> tuple[list[Path], list[Run]]:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TunetrackError, one_line
 from ..reader import Run, list_runs
+from ..reader.compacted import Compacted, Part, read_compacted
 from ..reader.parquet import PARQUET_TABLES, split
 from .schema import BUILDERS, TABLES, empty, params_wide_table
 
@@ -141,10 +142,33 @@ def named_tables(con: duckdb.DuckDBPyConnection, sql: str) -> set[str]:
 @dataclass
 class Source:
     """One table of a store: the runs' current Parquet copies (``files``, read by DuckDB itself, with
-    projection and filter pushdown) and the rows built from the records of the runs without one."""
+    projection and filter pushdown), the compacted files holding the rows of the runs compacted
+    (``parts``, each perhaps read only for some of its runs), and the rows built from the records of
+    the runs with neither."""
 
     files: list[str]
     built: pa.Table
+    parts: list[Part] = field(default_factory=list)
+
+    def paths(self) -> list[str]:
+        """Every file the table reads (what the connection may read)."""
+        return [*self.files, *(p.path for p in self.parts)]
+
+    def arrow(self) -> pa.Table:
+        """The whole table as Arrow (its files read)."""
+        if not self.paths():
+            return self.built
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(f, schema=self.built.schema) for f in self.files]
+        for part in self.parts:
+            data = pq.read_table(part.path, schema=self.built.schema)
+            tables.append(
+                data if part.runs is None else data.filter(pc.is_in(data["run"], pa.array(part.runs)))
+            )
+        return pa.concat_tables([*tables, self.built])
 
 
 class Tables:
@@ -156,6 +180,14 @@ class Tables:
         self.dir = dir
         self._runs = list(runs) if runs is not None else None
         self._built: dict[str, Source] = {}
+        self._compacted: Compacted | None = None
+
+    @property
+    def compacted(self) -> Compacted:
+        """The runs read from ``tunetrack compact``'s files, and those files (``reader.compacted``)."""
+        if self._compacted is None:
+            self._compacted = read_compacted(self.runs)
+        return self._compacted
 
     @property
     def runs(self) -> list[Run]:
@@ -166,46 +198,44 @@ class Tables:
     def source(self, name: str) -> Source:
         if name not in self._built:
             if name == "params_wide":
-                params = self.source("params")
-                whole = params.built
-                if params.files:
-                    import pyarrow as pa
-                    import pyarrow.parquet as pq
-
-                    whole = pa.concat_tables(
-                        [*(pq.read_table(f, schema=whole.schema) for f in params.files), whole]
-                    )
-                self._built[name] = Source([], params_wide_table(whole))
+                self._built[name] = Source([], params_wide_table(self.source("params").arrow()))
             elif name in PARQUET_TABLES:
-                files, rest = split(self.runs, name)
-                self._built[name] = Source([str(f) for f in files], BUILDERS[name](rest))
+                compacted = self.compacted
+                files, rest = split([r for r in self.runs if r.id not in compacted.runs], name)
+                self._built[name] = Source(
+                    [str(f) for f in files], BUILDERS[name](rest), compacted.parts[name]
+                )
             else:
                 self._built[name] = Source([], BUILDERS[name](self.runs))
         return self._built[name]
 
     def table(self, name: str) -> pa.Table:
-        """The whole table as Arrow (its Parquet copies read)."""
-        source = self.source(name)
-        if not source.files:
-            return source.built
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        parts = [pq.read_table(f, schema=source.built.schema) for f in source.files]
-        return pa.concat_tables([*parts, source.built])
+        """The whole table as Arrow (its Parquet files read)."""
+        return self.source(name).arrow()
 
 
 def _register(con: duckdb.DuckDBPyConnection, name: str, source: Source) -> None:
-    """``name`` as the statement sees it: the built rows, plus a view over the Parquet copies."""
-    if not source.files:
+    """``name`` as the statement sees it: the built rows, plus a view over the Parquet files (a
+    compacted file that also holds rows that do not count read with a filter on ``run``; its
+    ``project=``/``month=`` folders are not taken for columns)."""
+    if not source.paths():
         con.register(name, source.built)
         return
     con.register(f"_built_{name}", source.built)
     columns = ", ".join(f'"{f.name}"' for f in source.built.schema)
-    con.execute(
-        f"CREATE TEMP VIEW {name} AS SELECT {columns} FROM read_parquet({_list(source.files)}) "
-        f"UNION ALL SELECT {columns} FROM _built_{name}"
-    )
+    selects = [f"SELECT {columns} FROM _built_{name}"]
+    if source.files:
+        selects.append(f"SELECT {columns} FROM read_parquet({_list(source.files)})")
+    whole = [p.path for p in source.parts if p.runs is None]
+    if whole:
+        selects.append(f"SELECT {columns} FROM read_parquet({_list(whole)}, hive_partitioning = false)")
+    for part in source.parts:
+        if part.runs is not None:
+            selects.append(
+                f"SELECT {columns} FROM read_parquet({_list([part.path])}, hive_partitioning = false) "
+                f"WHERE run IN ({_list(part.runs)[1:-1]})"
+            )
+    con.execute(f"CREATE TEMP VIEW {name} AS {' UNION ALL '.join(reversed(selects))}")
 
 
 def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Table:
@@ -220,7 +250,7 @@ def run_sql(sql: str, dir: Dir = None, *, tables: Tables | None = None) -> pa.Ta
     finally:
         probe.close()
     sources = {name: tables.source(name) if name in wanted else Source([], empty(name)) for name in TABLES}
-    con = connect([f for s in sources.values() for f in s.files])
+    con = connect([f for s in sources.values() for f in s.paths()])
     try:
         for name, source in sources.items():
             _register(con, name, source)

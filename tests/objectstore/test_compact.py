@@ -1,0 +1,116 @@
+"""``tunetrack compact`` on the loopback S3 server: two compactors (processes of their own) racing each
+other while a third process finishes runs and resumes one beside them; ``tunetrack query`` then gives
+exactly the rows the runs' records give (nothing lost, nothing twice), before and after a last
+compaction. And the create-only commit: two compactors that chose the same runs commit them once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from support.helpers import spawn_script
+from support.tables import answers, read_from, same, truth
+from tunetrack import Tracker
+from tunetrack.manage.compact import commit, compact, write_files
+from tunetrack.reader import list_runs
+from tunetrack.reader.compacted import commits, covered
+from tunetrack.reader.find import store_at
+from tunetrack.reader.parquet import sources
+from tunetrack.store.warehouse import warehouse_of
+
+
+@pytest.fixture(autouse=True)
+def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TUNETRACK_PARQUET", "1")  # the tests' default is off (conftest.parquet_off)
+
+
+def record(url: str, names: list[str]) -> list[str]:
+    ids = []
+    for i, name in enumerate(names):
+        with Tracker(dir=url, name=name, project=f"p{i % 2}", system=False, config={"lr": 0.1 * i}) as t:
+            for step in range(1, 21):
+                t.log({"loss": 3.0 - step / 10 + i, "acc": step / 20}, step=step)
+        ids.append(t.id)
+    return ids
+
+
+WRITER = """
+import sys
+from tunetrack import Tracker
+url, first = sys.argv[1], sys.argv[2]
+for i in range(5):
+    with Tracker(dir=url, name=f"w{i}", project=f"p{i % 2}", system=False, config={"lr": i}) as t:
+        for step in range(1, 31):
+            t.log({"loss": 1.0 / step + i}, step=step)
+    if i == 2:  # a run compacted already, resumed with a rewind
+        with Tracker(dir=url, resume=first, resume_step=10, system=False) as t:
+            for step in range(11, 16):
+                t.log({"loss": -float(step)}, step=step)
+"""
+
+COMPACTOR = """
+import sys, os, time
+from tunetrack.manage.compact import compact
+url, stop = sys.argv[1], sys.argv[2]
+while True:
+    last = os.path.exists(stop)
+    done = compact(url)
+    print(done.number, done.runs, flush=True)
+    if last:
+        break
+    time.sleep(0.2)
+"""
+
+
+def test_compactors_racing_beside_a_writer(s3_url: str, tmp_path: Path):
+    ids = record(s3_url, ["a", "b", "c"])
+    stop = tmp_path / "stop"
+    writer = spawn_script(WRITER, s3_url, ids[0])
+    compactors = [spawn_script(COMPACTOR, s3_url, str(stop)) for _ in range(2)]
+    try:
+        assert writer.wait(timeout=300) == 0, writer.stderr.read() if writer.stderr else ""
+        stop.touch()
+        outputs = []
+        for c in compactors:
+            out, err = c.communicate(timeout=300)
+            assert c.returncode == 0, err
+            outputs.append(out)
+    finally:
+        for p in (writer, *compactors):
+            if p.poll() is None:
+                p.kill()
+    made = [int(line.split()[0]) for out in outputs for line in out.splitlines() if line.split()[0] != "None"]
+    assert sorted(made) == list(range(1, len(made) + 1))  # each number committed once, none skipped
+    warehouse = warehouse_of(store_at(s3_url))
+    assert [c["number"] for c in commits(warehouse)] == sorted(made)
+    want = truth(s3_url)
+    assert want["runs"].shape[0] == 8
+    same(answers(s3_url), want)
+    # every run ended before the compactors' last look: all of them covered at their current sizes
+    runs = {r.id: r for r in list_runs(s3_url)}
+    done = covered(commits(warehouse))
+    assert {r: sources(run) for r, run in runs.items()} == {r: done.get(r) for r in runs}
+    assert read_from(s3_url)[0::2] == (0, 0)  # nothing read from a run's own copy or its records
+    assert compact(s3_url).number is None
+    same(answers(s3_url), want)
+
+
+def test_two_compactors_with_the_same_runs_commit_them_once(s3_url: str):
+    ids = record(s3_url, ["a", "b"])
+    store = store_at(s3_url)
+    warehouse = warehouse_of(store)
+    first, second = write_files(store, warehouse), write_files(store, warehouse)
+    assert set(first.runs) == set(second.runs) == set(ids)
+    assert commit(warehouse, first) == 1
+    written = {f["path"] for f in second.files}
+    assert commit(warehouse, second) is None  # number 1 taken, by the same runs: nothing left to commit
+    assert {b[0] for b in warehouse.data_files()} == {f["path"] for f in first.files}  # its own removed
+    assert written and not written & {f["path"] for f in first.files}
+    assert [c["number"] for c in commits(warehouse)] == [1]
+    same(answers(s3_url), truth(s3_url))
+    started = time.time()
+    assert compact(s3_url).number is None and time.time() - started < 30

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import TunetrackError
 from ..jsonfile import finite_list
@@ -26,8 +26,6 @@ from .series import numeric_values, series
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from .run import Run
 
 #: the band's lines: a name and its percentile (the max is the 100th)
 BAND: tuple[tuple[str, float], ...] = (("p5", 5.0), ("p50", 50.0), ("p95", 95.0), ("max", 100.0))
@@ -361,7 +359,13 @@ def as_json(found: Fitted, pattern: str) -> dict[str, Any]:
     }
 
 
-def family_json(run: Run, glob: str, width: int, rows: int) -> dict[str, Any] | None:
+class Fits(Protocol):
+    """What ``family_json`` needs of a run (``Run``, which imports this module)."""
+
+    def across_fitted(self, pattern: str | list[str], width: int, lines: int) -> Fitted: ...
+
+
+def family_json(run: Fits, glob: str, width: int, rows: int) -> dict[str, Any] | None:
     """``as_json`` of the keys of ``run`` that ``glob`` names, fitted to ``width`` × ``rows``
     (``Run.across_fitted``); None where the run has none of them (a report or panel of several runs
     draws a card per run that has the family)."""

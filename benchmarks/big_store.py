@@ -2,7 +2,7 @@
 reading it costs. Nothing is asserted (the exit code stays 0).
 
     PYTHONPATH=src python benchmarks/big_store.py build DIR [--runs 100000] [--templates 200]
-    PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3]
+    PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3] [--compact]
 
 ``build`` records ``--templates`` real runs with ``tunetrack.Tracker`` (20 steps each: a loss every
 step, an eval loss every fifth, a learning rate; a LoRA config; 10 projects), then fills the store up
@@ -14,8 +14,11 @@ finish); copying them takes minutes, and a reader cannot tell a copy from a run 
 back by ``open_run`` in ``build``'s last step).
 
 ``measure`` times, each in a fresh process (medians of ``--reps``; the first of them cold: the
-store's kept listing removed; the OS's file cache is left as it is): ``tunetrack ls --limit 20``, ``ls --project P --where
-... --sort loss:min``, and ``tunetrack query "SELECT count(*) FROM metrics"``.
+store's kept listing removed; the OS's file cache is left as it is): ``tunetrack ls --limit 20``,
+``ls --project P --where ... --sort loss:min``, ``tunetrack query "SELECT count(*) FROM metrics"`` and
+a ``GROUP BY run`` minimum of the loss joined with ``params``. With ``--compact``, it then runs
+``tunetrack compact`` (its time, points per second, and the bytes per point of ``metrics`` in the
+runs' own copies and in the compacted files) and times the two queries again.
 """
 
 from __future__ import annotations
@@ -50,7 +53,12 @@ def _templates(root: Path, n: int) -> list[Path]:
         lr, r = rng.choice([1e-5, 3e-5, 1e-4, 3e-4, 1e-3]), rng.choice([4, 8, 16, 32])
         config = {"lr": lr, "lora": {"r": r, "alpha": 2 * r}, "seed": i, "model": "tiny-llama"}
         with Tracker(
-            dir=root, project=f"project-{i % PROJECTS}", name=f"t{i}", config=config, system=False, console=False
+            dir=root,
+            project=f"project-{i % PROJECTS}",
+            name=f"t{i}",
+            config=config,
+            system=False,
+            console=False,
         ) as t:
             for step in range(1, STEPS + 1):
                 row = {"loss": 2.0 / step + rng.random() * 0.1, "learning_rate": lr}
@@ -114,9 +122,20 @@ def build(root: Path, runs: int, templates: int) -> None:
         if i % 10_000 == 0:
             print(f"{i:,} runs ({time.perf_counter() - started:.0f} s)", flush=True)
     print(f"{runs:,} runs in {root} ({time.perf_counter() - started:.0f} s copying)", flush=True)
-    sample = open_run(f"run-{runs - 1}", root)  # a copy reads back as a run: its own id, its points
+    sample = open_run(
+        f"run-{runs - 1}" if runs > templates else f"t{templates - 1}", root
+    )  # a copy reads back as a run: its own id, its points
     assert sample.series("loss").steps.tolist() == list(range(1, STEPS + 1)), sample.id
     print(f"{len(list_runs(root)):,} runs listed", flush=True)
+
+
+QUERIES = {
+    "query count(*) FROM metrics": "SELECT count(*) FROM metrics",
+    "query min loss by run, with lr": (
+        "SELECT m.run, p.number AS lr, min(m.value) AS lo FROM metrics m JOIN params p "
+        "ON p.run = m.run AND p.key = 'lr' WHERE m.key = 'loss' GROUP BY ALL"
+    ),
+}
 
 
 def _timed(args: list[str]) -> float:
@@ -130,33 +149,50 @@ def _timed(args: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def measure(root: Path, reps: int) -> None:
+def _rows(root: Path, rows: dict[str, list[str]], reps: int) -> None:
     from tunetrack.store import layout
 
-    rows = {
-        "ls --limit 20": ["ls", "--dir", str(root), "--limit", "20"],
-        "ls --project --where --sort": [
-            "ls",
-            "--dir",
-            str(root),
-            "--project",
-            "project-3",
-            "--where",
-            "config.lr >= 1e-4",
-            "--sort",
-            "loss:min",
-            "--limit",
-            "20",
-        ],
-        "query count(*) FROM metrics": ["query", "--dir", str(root), "SELECT count(*) FROM metrics"],
-    }
-    load = os.getloadavg()[0]
-    print(f"{root}: load average {load:.2f}")
     for label, args in rows.items():
         (root / layout.LISTING).unlink(missing_ok=True)  # cold: the store has kept no listing
         times = [_timed(args) for _ in range(reps)]
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
-        print(f"{label:32} first {times[0]:6.2f} s   then median {rest:6.2f} s   ({', '.join(f'{t:.2f}' for t in times)})")
+        shown = ", ".join(f"{t:.2f}" for t in times)
+        print(f"{label:32} first {times[0]:6.2f} s   then median {rest:6.2f} s   ({shown})", flush=True)
+
+
+def _bytes(paths: list[Path]) -> int:
+    return sum(p.stat().st_size for p in paths)
+
+
+def measure(root: Path, reps: int, compacting: bool) -> None:
+    from tunetrack.manage.compact import compact
+
+    listing = {
+        "ls --limit 20": ["ls", "--limit", "20"],
+        "ls --project --where --sort": [
+            *("ls", "--project", "project-3", "--where", "config.lr >= 1e-4", "--sort", "loss:min"),
+            *("--limit", "20"),
+        ],
+    }
+    queries = {label: ["query", sql, "--format", "csv"] for label, sql in QUERIES.items()}
+    print(f"{root}: load average {os.getloadavg()[0]:.2f}", flush=True)
+    _rows(root, {k: [*v, "--dir", str(root)] for k, v in {**listing, **queries}.items()}, reps)
+    if not compacting:
+        return
+    import pyarrow.parquet as pq
+
+    copies = list(root.glob("*/metrics.parquet"))
+    points = sum(pq.ParquetFile(p).metadata.num_rows for p in copies)
+    done = compact(root)
+    compacted = list((root / ".warehouse" / "metrics").rglob("*.parquet"))
+    print(
+        f"compaction: {done.runs:,} runs, {done.files} files, {done.seconds:.0f} s, {points / done.seconds:,.0f} points/s"
+    )
+    print(
+        f"metrics bytes per point: copies {_bytes(copies) / points:.1f}, compacted {_bytes(compacted) / points:.1f}"
+    )
+    print(f"after compaction: load average {os.getloadavg()[0]:.2f}", flush=True)
+    _rows(root, {k: [*v, "--dir", str(root)] for k, v in queries.items()}, reps)
 
 
 def main() -> None:
@@ -166,11 +202,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--templates", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--compact", action="store_true", help="measure: compact, then query again")
     args = parser.parse_args()
     if args.what == "build":
         build(args.dir, args.runs, args.templates)
     else:
-        measure(args.dir, args.reps)
+        measure(args.dir, args.reps, args.compact)
 
 
 if __name__ == "__main__":

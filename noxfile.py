@@ -163,7 +163,8 @@ def tests(session: nox.Session) -> None:
     # transformers and peft: config capture of their config classes; hatchling: the wheel-build test;
     # tensorboard: the tensorboard backend; the example package: a third-party backend by entry point;
     # duckdb and mcp: `tunetrack query` and `tunetrack mcp` (the query and mcp extras); polars: a
-    # second engine that reads the runs' Parquet copies without tunetrack; pip: the wheel is built as
+    # second engine that reads the runs' Parquet copies and the Iceberg tables without tunetrack;
+    # pyiceberg: tunetrack compact's Iceberg tables (the warehouse extra); pip: the wheel is built as
     # `pip install .` builds it (a uv venv has no pip of its own)
     _install_core(
         session,
@@ -175,6 +176,7 @@ def tests(session: nox.Session) -> None:
         "tensorboard",
         "duckdb>=1.2",
         "polars",
+        "pyiceberg[sql-sqlite,pyarrow]>=0.12,<0.13",
         "mcp>=1.2",
         "textual>=1.0",  # tunetrack tui (the tui extra)
         "textual-plotext>=1.0",

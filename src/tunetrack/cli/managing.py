@@ -111,11 +111,18 @@ def parquet_command(runs: list[str], dir: str | None, force: bool) -> None:
 
 @click.command("compact")
 @dir_option(path=False)
+@click.option(
+    "--iceberg/--no-iceberg",
+    default=None,
+    help="Update the Apache Iceberg tables over the compacted files (default: when pyiceberg is "
+    "installed and the store is a folder).",
+)
 @friendly
-def compact_command(dir: str | None) -> None:
+def compact_command(dir: str | None, iceberg: bool | None) -> None:
     """Merge ended runs' data into large Parquet files, by project and month, that tunetrack query
-    reads instead of each run's own copy (docs/compact.md). Safe from cron or any machine while jobs
-    write; a second run compacts nothing new; a run's own records are never removed. Needs pyarrow."""
+    reads instead of each run's own copy, and commit them to Iceberg tables that Spark, Trino, DuckDB
+    and Polars read by name (docs/compact.md). Safe from cron or any machine while jobs write; a
+    second run compacts nothing new; a run's own records are never removed. Needs pyarrow."""
     from ..manage.compact import compact
 
     try:
@@ -124,7 +131,7 @@ def compact_command(dir: str | None) -> None:
         raise click.ClickException(
             "tunetrack compact needs pyarrow: pip install 'tunetrack[query]'"
         ) from None
-    done = compact(dir)
+    done = compact(dir, iceberg=iceberg)
     if done.number is None:
         click.echo("nothing new to compact")
     else:
@@ -134,3 +141,10 @@ def compact_command(dir: str | None) -> None:
         )
     if done.removed:
         click.echo(f"removed {done.removed} files left by a compaction that did not commit")
+    if done.iceberg is not None and done.iceberg.applied:
+        click.echo(
+            f"iceberg: {done.iceberg.applied} commits applied to the tables, "
+            f"{done.iceberg.snapshots} snapshots"
+        )
+    elif done.iceberg_skipped:
+        click.echo(f"iceberg tables not updated: {done.iceberg_skipped}")

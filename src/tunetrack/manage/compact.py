@@ -14,6 +14,9 @@ commit (their rows in this compactor's files are then not read) and the next num
 It never removes a run's own records or copies: they stay the source of truth, and a run resumed
 after it was compacted is read from them until a later compaction covers it again. A second
 compaction with nothing new commits nothing.
+
+Last, the commits the Iceberg tables lack are applied to them (``manage.iceberg``): by default when
+pyiceberg is installed and the store is a folder.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ from ..reader.find import all_runs, store_at
 from ..reader.parquet import current_file, sources, stamped_sources, writer_options
 from ..states import State
 from ..store import Store, layout
+from ..store.local import LocalStore
 from ..store.warehouse import Warehouse, data_key, warehouse_of
+from .iceberg import Published, available, publish
 from .parquet import write_copies
 
 if TYPE_CHECKING:
@@ -82,16 +87,21 @@ class Compaction:
     bytes: int = 0
     removed: int = 0  # data files of dead compactors removed
     seconds: float = 0.0
+    iceberg: Published | None = None  # what was applied to the Iceberg tables; None: not published
+    iceberg_skipped: str | None = None  # why not, where pyiceberg is installed (a bucket store)
 
 
-def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE) -> Compaction:
-    """Compact the ended runs of the store at ``dir`` that no commit covers yet (see the module)."""
+def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | None = None) -> Compaction:
+    """Compact the ended runs of the store at ``dir`` that no commit covers yet (see the module), then
+    bring the Iceberg tables up to date: with ``iceberg`` None, when pyiceberg is installed and the
+    store is a folder; True: always (an ``IcebergError`` if it cannot); False: never."""
     started = time.monotonic()
     store = store_at(dir)
     warehouse = warehouse_of(store)
     removed = clean(warehouse, orphan_age)
     pending = write_files(store, warehouse)
     number = commit(warehouse, pending) if pending.runs else None
+    published, skipped = _publish(store, iceberg)
     return Compaction(
         number,
         runs=len(pending.runs) if number is not None else 0,
@@ -100,7 +110,19 @@ def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE) -> Compaction:
         bytes=sum(f["bytes"] for f in pending.files) if number is not None else 0,
         removed=removed,
         seconds=time.monotonic() - started,
+        iceberg=published,
+        iceberg_skipped=skipped,
     )
+
+
+def _publish(store: Store, iceberg: bool | None) -> tuple[Published | None, str | None]:
+    """The Iceberg step of ``compact``: what it did, or why it was skipped where pyiceberg is there
+    (where it is not, the tables were not asked for: nothing to say)."""
+    if iceberg is False or (iceberg is None and not available()):
+        return None, None
+    if iceberg is None and not isinstance(store, LocalStore):
+        return None, "written for a folder store only, not yet for a bucket"
+    return publish(store), None
 
 
 def clean(warehouse: Warehouse, orphan_age: float = ORPHAN_AGE) -> int:

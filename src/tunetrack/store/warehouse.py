@@ -3,6 +3,7 @@ into large files, and the numbered commits that say which files count. Keys, rel
 
     .warehouse/commits/<number, 10 digits>.json                      one commit, created once
     .warehouse/<table>/project=<p>/month=<YYYY-MM>/part-<uuid>.parquet  a data file (never rewritten)
+    .warehouse/iceberg/...                                           the Iceberg tables (``manage.iceberg``)
 
 A data file counts only once a commit names it: files a compactor wrote before it died are no one's
 (readers never list the data files, they read the commits), and a later compactor removes them once
@@ -31,6 +32,8 @@ from .local import LocalStore
 
 WAREHOUSE = ".warehouse"
 COMMITS = "commits"
+#: the Iceberg catalog and tables over the data files: neither commits nor data files of ours
+ICEBERG = "iceberg"
 #: a commit's name: its number, zero-padded so that names sort as numbers
 _DIGITS = 10
 
@@ -155,7 +158,7 @@ class FolderWarehouse:
         out = []
         for folder, dirs, files in os.walk(self.root):
             if Path(folder) == self.root:
-                dirs[:] = [d for d in dirs if d != COMMITS]
+                dirs[:] = [d for d in dirs if d not in (COMMITS, ICEBERG)]
             for name in files:
                 path = os.path.join(folder, name)
                 try:
@@ -217,7 +220,7 @@ class BucketWarehouse:
         return [
             (b.key[len(prefix) :], b.mtime)
             for b in self.blobs.list_blobs(prefix)
-            if not b.key[len(prefix) :].startswith(f"{COMMITS}/")
+            if not b.key[len(prefix) :].startswith((f"{COMMITS}/", f"{ICEBERG}/"))
         ]
 
     def delete(self, key: str) -> None:

@@ -1,0 +1,194 @@
+"""Apache Iceberg tables over the compacted data (``tunetrack compact``'s last step), so that Spark,
+Trino, DuckDB, Polars and the warehouses read a store's ``metrics``, ``system``, ``params`` and ``runs``
+by name, without tunetrack and without listing anything.
+
+The catalog is pyiceberg's SQL catalog on a SQLite file inside the store
+(``.warehouse/iceberg/catalog.db``): no server of ours. The tables' metadata lies beside it
+(``.warehouse/iceberg/tunetrack/<table>/metadata``). The compacted data files are registered as they
+are (``add_files``: no rewrite); only the ``runs`` rows and the files rewritten when rows are deleted
+are written under ``.warehouse/iceberg/tunetrack/<table>/data``.
+
+Each of tunetrack's commits (``store.warehouse``) is applied to each table in order, in one Iceberg
+transaction that also records its number (the table property ``tunetrack.commit``): the rows of the
+commit's runs that an earlier commit holds are deleted (a run resumed and compacted again: copy-on-write,
+the files holding them rewritten without them), then the commit's files are added. An engine reading
+the table by name thus sees each run once, as its newest commit has it. The step is idempotent and
+resumable: a compaction that died before it, or with nothing new, applies whatever commits the tables
+lack; two at once are serialized by the catalog (a transaction built on an older table fails to commit
+and is rebuilt on the newer one). pyiceberg is imported only here, and only when a compaction runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import TunetrackError
+from ..reader import Run
+from ..reader.compacted import commits
+from ..reader.find import all_runs
+from ..reader.sql_tables import BUILDERS, empty
+from ..store import Store
+from ..store.local import LocalStore
+from ..store.warehouse import ICEBERG, WAREHOUSE, warehouse_of
+
+#: the catalog's name (as a JDBC catalog reading the same SQLite file must be named) and the namespace
+CATALOG = "tunetrack"
+NAMESPACE = "tunetrack"
+#: the SQLite file of the catalog, in ``.warehouse/iceberg``
+CATALOG_FILE = "catalog.db"
+#: table -> the column holding the run's id
+TABLES = {"metrics": "run", "system": "run", "params": "run", "runs": "id"}
+#: the table property holding the number of the newest tunetrack commit the table has
+APPLIED = "tunetrack.commit"
+#: transactions rebuilt after another compactor committed first, at most, per table
+RETRIES = 50
+
+
+class IcebergError(TunetrackError):
+    """The Iceberg tables could not be written (pyiceberg missing, a bucket store, a catalog that
+    kept refusing commits)."""
+
+
+@dataclass
+class Published:
+    """What one ``publish`` did: tunetrack commits applied (per table, summed) and snapshots made."""
+
+    applied: int = 0
+    snapshots: int = 0
+
+
+def available() -> bool:
+    """Whether pyiceberg is installed (the ``warehouse`` extra): ``compact`` then publishes by default."""
+    return importlib.util.find_spec("pyiceberg") is not None
+
+
+def folder(store: Store) -> Path:
+    """Where a folder store's catalog and table metadata lie; a bucket's are not written yet."""
+    if not isinstance(store, LocalStore):
+        raise IcebergError(
+            f"Iceberg tables are written for a folder store only, not {store} (docs/compact.md)"
+        )
+    return store.root.resolve() / WAREHOUSE / ICEBERG
+
+
+def open_catalog(store: Store) -> Any:
+    """pyiceberg's ``SqlCatalog`` on the store's SQLite file (created with its tables if new)."""
+    try:
+        from pyiceberg.catalog.sql import SqlCatalog
+    except ImportError:
+        raise IcebergError("Iceberg tables need pyiceberg: pip install 'tunetrack[warehouse]'") from None
+    where = folder(store)
+    where.mkdir(parents=True, exist_ok=True)
+    # plain paths, not file:// URIs: a store's path or a project's quoted name may hold '%' or spaces
+    return SqlCatalog(CATALOG, uri=f"sqlite:///{where / CATALOG_FILE}", warehouse=str(where))
+
+
+def publish(store: Store) -> Published:
+    """Apply to each Iceberg table every tunetrack commit it does not have yet (see the module)."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    catalog = open_catalog(store)
+    catalog.create_namespace_if_not_exists(NAMESPACE)
+    warehouse = warehouse_of(store)
+    root = folder(store).parent  # the store's .warehouse: commits name files relative to it
+    found = commits(warehouse)
+    listing: list[Run] | None = None
+    out = Published()
+    logging.getLogger("pyiceberg.io.pyarrow").setLevel(logging.ERROR)  # "statistics missing": by design
+    for name in TABLES:
+        ident = f"{NAMESPACE}.{name}"
+        catalog.create_table_if_not_exists(ident, schema=empty(name).schema)
+        refused = 0
+        while True:
+            table = catalog.load_table(ident)
+            done = int(table.properties.get(APPLIED, "0"))
+            todo = [c for c in found if c["number"] > done]
+            if not todo:
+                break
+            if name == "runs" and listing is None:
+                listing = all_runs(store)
+            before = len(table.metadata.snapshots)
+            try:
+                _apply(table, name, todo[0], found, root, listing or [])
+            except CommitFailedException:
+                refused += 1
+                if refused > RETRIES:
+                    raise IcebergError(f"the Iceberg table {ident} kept refusing commits") from None
+                continue
+            table = catalog.load_table(ident)
+            out.applied += 1
+            out.snapshots += len(table.metadata.snapshots) - before
+    return out
+
+
+def _apply(
+    table: Any,
+    name: str,
+    commit: dict[str, Any],
+    found: Sequence[dict[str, Any]],
+    root: Path,
+    runs: list[Run],
+) -> None:
+    """One tunetrack commit as one transaction of ``table``: the rows of its runs an earlier commit
+    holds deleted, its files added (a file that also holds runs this commit does not count, after a
+    race between compactors, is appended filtered instead), its number recorded."""
+    from pyiceberg.expressions import In
+
+    number = commit["number"]
+    mine = commit.get("runs") or {}
+    earlier = {r for c in found if c["number"] < number for r in c.get("runs") or {}}
+    replaced = sorted(set(mine) & earlier)
+    props = {APPLIED: str(number)}
+    with table.transaction() as tx:
+        if replaced:
+            with warnings.catch_warnings():  # a run with no rows in this table: nothing to delete
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")
+                tx.delete(In(TABLES[name], replaced), snapshot_properties=props)
+        if name == "runs":
+            rows = BUILDERS["runs"]([run for run in runs if run.id in mine])
+            if rows.num_rows:
+                tx.append(rows, snapshot_properties=props)
+        else:
+            whole = []
+            for file in commit.get("files") or []:
+                if file["table"] != name:
+                    continue
+                path = root / file["path"]
+                if set(file["runs"]) <= set(mine):
+                    whole.append(str(path))
+                elif rows := _only(path, set(mine)):
+                    tx.append(rows, snapshot_properties=props)
+            if whole:
+                tx.add_files(whole, snapshot_properties=props)
+        tx.set_properties(props)
+
+
+def _only(path: Path, runs: set[str]) -> Any:
+    """The rows of ``runs`` in the data file at ``path`` (None if there are none)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    data = pq.read_table(path)
+    data = data.filter(pc.is_in(data.column("run"), value_set=pa.array(sorted(runs), pa.string())))
+    return data.replace_schema_metadata(None) if data.num_rows else None
+
+
+__all__ = [
+    "APPLIED",
+    "CATALOG",
+    "CATALOG_FILE",
+    "NAMESPACE",
+    "TABLES",
+    "IcebergError",
+    "Published",
+    "available",
+    "open_catalog",
+    "publish",
+]

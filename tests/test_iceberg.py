@@ -134,6 +134,12 @@ def test_commits_the_tables_lack_are_applied_later(root, monkeypatch):
     assert all(len(s) >= 2 for n, s in snapshots(root).items() if n != "system")
 
 
+def test_nothing_compacted_makes_no_catalog(root):
+    done = compact(root, iceberg=True)
+    assert done.number is None and done.iceberg is not None and done.iceberg.applied == 0
+    assert not (root / ".warehouse" / "iceberg").exists()
+
+
 def test_a_bucket_store_is_refused_by_name():
     class Bucket:
         def __str__(self) -> str:

@@ -39,6 +39,8 @@ HEAVY = [
     "mcp",
     "pyarrow",
     "lark",
+    "pyiceberg",
+    "sqlalchemy",
 ]
 
 #: the wheel's unconditional requirements: the tracker, the store, the read API and the CLI

@@ -93,11 +93,12 @@ def publish(store: Store) -> Published:
     """Apply to each Iceberg table every tunetrack commit it does not have yet (see the module)."""
     from pyiceberg.exceptions import CommitFailedException
 
+    root = folder(store).parent  # the store's .warehouse: commits name files relative to it
+    found = commits(warehouse_of(store))
+    if not found:  # nothing compacted (perhaps no store at all): no catalog made
+        return Published()
     catalog = open_catalog(store)
     catalog.create_namespace_if_not_exists(NAMESPACE)
-    warehouse = warehouse_of(store)
-    root = folder(store).parent  # the store's .warehouse: commits name files relative to it
-    found = commits(warehouse)
     listing: list[Run] | None = None
     out = Published()
     logging.getLogger("pyiceberg.io.pyarrow").setLevel(logging.ERROR)  # "statistics missing": by design

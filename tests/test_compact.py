@@ -13,7 +13,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from support.helpers import wait_until
+from support.helpers import CountingSource, wait_until
 from support.tables import answers, read_from, same, truth
 from tunetrack import Tracker
 from tunetrack.cli import cli
@@ -25,24 +25,13 @@ from tunetrack.sql.engine import Tables
 from tunetrack.store.warehouse import warehouse_of
 
 
-class Source:
-    name = "fake"
-    samples = 0
-
-    def sample(self) -> dict[str, float]:
-        self.samples += 1
-        return {"cpu.percent": float(self.samples), "gpu.0.util": 80.0}
-
-    def close(self) -> None: ...
-
-
 def record(root, monkeypatch, n: int = 6) -> list[str]:
     """``n`` runs in two projects (NaN, None and text values); the first with system metrics, the
     second resumed with a rewind, the last recorded without a Parquet copy."""
     ids = []
     for i in range(n):
         monkeypatch.setenv("TUNETRACK_PARQUET", "0" if i == n - 1 else "1")
-        source = Source()
+        source = CountingSource()
         with Tracker(
             dir=root,
             name=f"r{i}",

@@ -18,21 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 import tunetrack
-from support.helpers import run_script, wait_until
+from support.helpers import CountingSource, run_script, wait_until
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.reader import list_runs, open_run, present
-
-
-class Source:
-    name = "fake"
-    samples = 0
-
-    def sample(self) -> dict[str, float]:
-        self.samples += 1
-        return {"cpu.percent": float(self.samples), "gpu.0.util": 80.0}
-
-    def close(self) -> None: ...
 
 
 def expected_points(root) -> pd.DataFrame:
@@ -73,7 +62,7 @@ def same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 def store(tmp_path_factory):
     """first: system metrics, NaN, None and text; resumed: a second attempt rewound to step 50."""
     root = tmp_path_factory.mktemp("pq") / "runs"
-    source = Source()
+    source = CountingSource()
     with pytest.MonkeyPatch.context() as env:
         env.setenv("TUNETRACK_PARQUET", "1")  # the tests' default is off (conftest.parquet_off)
         record(root, source)

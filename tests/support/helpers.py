@@ -228,3 +228,17 @@ def torchrun_env(rank: int, run_id: str = "job7", port: int = 29500) -> dict[str
         MASTER_ADDR="node0",
         MASTER_PORT=port,
     )
+
+
+class CountingSource:
+    """A system-metrics source (``Tracker(system_sources=[...])``) whose CPU reading counts its
+    samples, so a test knows every value it recorded."""
+
+    name = "fake"
+    samples = 0
+
+    def sample(self) -> dict[str, float]:
+        self.samples += 1
+        return {"cpu.percent": float(self.samples), "gpu.0.util": 80.0}
+
+    def close(self) -> None: ...

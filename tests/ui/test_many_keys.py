@@ -250,3 +250,35 @@ def test_charts_are_fetched_when_they_come_near_the_screen(tmp_path, server_fact
         page.query_selector_all("#charts .chart:not([data-drawn])")[0].scroll_into_view_if_needed()
         wait_until(lambda c=count: len(page.query_selector_all("#charts .chart[data-drawn]")) > c, timeout=30)
     assert sum(asked) == 60 and len(asked) <= 30  # each chart once, several a request
+
+
+def test_a_live_runs_keys_become_a_card_when_they_become_a_family(tmp_path, server_factory, page):
+    """A live run logs three experts' load (three charts: a family needs four keys), then a fourth:
+    at the page's next look the three charts give way to one family card of four keys, and the
+    card's band reads the four."""
+    t = Tracker(dir=tmp_path, name="growing", system=False, console=False).start()
+    for step in range(1, 6):
+        t.log({"loss": 1.0 / step, **{f"moe/expert{e}/load": float(e + step) for e in range(3)}}, step=step)
+    t.flush()
+    server = server_factory(tmp_path)
+    try:
+        page.goto(f"{server.base}/run/{t.id}")
+        wait_until(lambda: len(page.query_selector_all("#charts .chart[data-drawn]")) >= 4, timeout=30)
+        titles = page.eval_on_selector_all(
+            "#charts .chart", "cs => cs.map(c => c.dataset.key || c.dataset.family)"
+        )
+        assert sorted(titles) == ["loss", "moe/expert0/load", "moe/expert1/load", "moe/expert2/load"]
+        for step in range(6, 9):
+            t.log(
+                {"loss": 1.0 / step, **{f"moe/expert{e}/load": float(e + step) for e in range(4)}}, step=step
+            )
+        t.flush()
+        wait_until(lambda: page.query_selector("#charts .chart.family[data-drawn]") is not None, timeout=30)
+        titles = page.eval_on_selector_all(
+            "#charts .chart", "cs => cs.map(c => c.dataset.key || c.dataset.family)"
+        )
+        assert sorted(titles) == ["loss", "moe/expert*/load"]
+        assert page.get_attribute("#charts .chart.family", "data-keys") == "4"
+        page.screenshot(path=str(ARTIFACTS / "family-grown.png"))
+    finally:
+        t.finish()

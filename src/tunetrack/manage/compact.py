@@ -25,7 +25,9 @@ import os
 import socket
 import time
 import uuid
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,7 @@ from ..errors import TunetrackError
 from ..reader import Run
 from ..reader.compacted import FORMAT, commits, covered
 from ..reader.find import all_runs, store_at
-from ..reader.parquet import current_file, sources, stamped_sources, writer_options
+from ..reader.parquet import sources, stamped_sources, writer_options
 from ..states import State
 from ..store import Store, layout
 from ..store.local import LocalStore
@@ -51,6 +53,8 @@ Dir = str | os.PathLike[str] | None
 #: how old (seconds) a data file that no commit names must be before it is removed as a dead
 #: compactor's: longer than any compaction takes
 ORPHAN_AGE = 3600.0
+#: runs whose copies are read at once (``_copies``)
+READERS = 8
 #: rows per row group: a filter on ``run`` or ``key`` skips the others by their statistics
 ROW_GROUP = 1 << 17
 #: rows per data file, at most (a new file is begun at the next run past it)
@@ -164,25 +168,53 @@ def write_files(store: Store, warehouse: Warehouse) -> Pending:
 
 
 def _copies(store: Store, runs: Iterator[Run]) -> Iterator[tuple[Run, dict[str, int], dict[str, pa.Table]]]:
-    """Each run's current copies, read (written first where missing or stale), with the sizes they
-    were made from; a run whose copies do not agree (a process writing meanwhile) is left for later."""
+    """Each run's current copies with the sizes they were made from (``_read_copies``), in the order
+    of ``runs``, read ``READERS`` runs at a time: at 100,000 runs a compaction opens 300,000 small
+    files, and one at a time it waits on each (pyarrow reads them without the interpreter's lock).
+    At most twice ``READERS`` runs' tables are held ahead of the writer."""
+    with ThreadPoolExecutor(READERS, thread_name_prefix="tunetrack-compact") as pool:
+        ahead: deque[Future[tuple[Run, dict[str, int], dict[str, pa.Table]] | None]] = deque()
+        for run in runs:
+            ahead.append(pool.submit(_read_copies, store, run))
+            while len(ahead) > 2 * READERS or (ahead and ahead[0].done()):
+                if (found := ahead.popleft().result()) is not None:
+                    yield found
+        for future in ahead:
+            if (found := future.result()) is not None:
+                yield found
+
+
+def _read_copies(store: Store, run: Run) -> tuple[Run, dict[str, int], dict[str, pa.Table]] | None:
+    """``run``'s three copies and the sizes they were made from; copies that are missing or stale
+    (made from other sizes than the run's now) are written first and read again. None where they do
+    not agree (a process writing meanwhile): the run is left for a later compaction."""
+    tables, stamps = _read_tables(run)
+    now = sources(run)
+    if any(stamp != now for stamp in stamps):
+        write_copies(store, run)
+        run.folder.refresh()
+        tables, stamps = _read_tables(run)
+    if stamps[0] is None or any(stamp != stamps[0] for stamp in stamps):
+        return None
+    return run, stamps[0], {t: d for t, d in tables.items() if d is not None}
+
+
+def _read_tables(run: Run) -> tuple[dict[str, pa.Table | None], list[dict[str, int] | None]]:
+    """The run's copies as they are (None: missing, torn or replaced meanwhile) and what each says it
+    was made from."""
     import pyarrow.parquet as pq
 
-    for run in runs:
-        if any(current_file(run, t) is None for t in layout.PARQUET_TABLES):
-            write_copies(store, run)
-            run.folder.refresh()
-        tables, stamps = {}, []
-        for table in layout.PARQUET_TABLES:
-            path = run.folder.parquet_file(table)
-            try:
-                data = pq.read_table(path) if path is not None else None
-            except (OSError, ValueError):  # removed or replaced meanwhile: the run is left for later
-                data = None
-            stamps.append(stamped_sources(data.schema, run.id) if data is not None else None)
-            tables[table] = data
-        if stamps[0] is not None and all(s == stamps[0] for s in stamps):
-            yield run, stamps[0], {t: d for t, d in tables.items() if d is not None}
+    tables: dict[str, pa.Table | None] = {}
+    stamps: list[dict[str, int] | None] = []
+    for table in layout.PARQUET_TABLES:
+        path = run.folder.parquet_file(table)
+        try:
+            data = pq.read_table(path) if path is not None else None
+        except (OSError, ValueError):
+            data = None
+        stamps.append(stamped_sources(data.schema, run.id) if data is not None else None)
+        tables[table] = data
+    return tables, stamps
 
 
 class _Files:

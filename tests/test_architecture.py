@@ -45,12 +45,15 @@ ALLOWED: dict[str, set[str]] = {
         "agents",
         "attach",
         "tui",
-    },  # `tunetrack ui`: the dashboard; `tunetrack run`; `tunetrack tui`
+        "team",
+    },  # `tunetrack ui`: the dashboard; `tunetrack run`; `tunetrack tui`; `tunetrack token`
     # `tunetrack run`: a command recorded as a run, the adapters attached inside it with no code change
     "attach": {"integrations", "tracker", "reader", "system"},
     "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
-    "ui": {"reader", "manage"},  # manage: the Stop button asks a run to stop, as `tunetrack stop`
+    # manage: the Stop button asks a run to stop, as `tunetrack stop`; team: a team's dashboard
+    "ui": {"reader", "manage", "team"},
+    "team": set(),  # a team file's roles and personal tokens: pure logic over two local files
     "tui": {"reader"},  # the terminal view
     "tracker": {"writer", "system", "backends", "monitoring"},
     # manage: the run's Parquet copy, written at the end by the code `tunetrack parquet` runs
@@ -210,7 +213,7 @@ def test_the_checks_catch_what_they_are_for():
         "tunetrack.helpers": {"tunetrack.states"},
     }
     assert wrong_way(edges) == [
-        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['agents', 'attach', 'bridges', 'manage', 'monitoring', 'reader', 'sql', 'tui', 'ui'])",
+        "tunetrack.cli.main -> tunetrack.store.local (cli may use ['agents', 'attach', 'bridges', 'manage', 'monitoring', 'reader', 'sql', 'team', 'tui', 'ui'])",
         "tunetrack.helpers is in no layer and not in the core (place it, or list it in CORE)",
         "tunetrack.integrations.x -> tunetrack.store.local (integrations may use ['monitoring', 'tracker'])",
         "tunetrack.states -> tunetrack.tracker.tracker (core may use only the core)",

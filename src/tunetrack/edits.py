@@ -83,10 +83,15 @@ def new_edit(
     stop: str | None = None,
     at: float | None = None,
     by: str | None = None,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     """The record of one edit, checked, stamped with the time and who made it (``by``, else
-    ``user@host``). ``stop`` asks the run to stop, for that reason (``""``: none given)."""
+    ``user@host``) and, for an audit trail, from where (``origin``: a team dashboard's client
+    address; ``by`` already says a shell's host). ``stop`` asks the run to stop, for that reason
+    (``""``: none given)."""
     body: dict[str, Any] = {"time": time.time() if at is None else at, "by": by or author()}
+    if origin is not None:
+        body["from"] = origin
     if name is not None:
         body["name"] = check_name(name)
     if add or remove:
@@ -95,7 +100,7 @@ def new_edit(
         body["note"] = check_note(note)
     if stop is not None:
         body["stop"] = check_reason(stop)
-    if len(body) == 2:
+    if len(body) == 2 + ("from" in body):
         raise ValueError("an edit must change something")
     return body
 

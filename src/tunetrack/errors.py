@@ -20,6 +20,11 @@ class TunetrackError(LookupError):
     """Base class for every error tunetrack raises on purpose."""
 
 
+class NotVisible(Exception):
+    """A run in a project the reader may not see (a team's dashboard, ``reader.visible``): not a
+    ``TunetrackError``, so no route's "no such run" takes it for one; the dashboard answers 403."""
+
+
 class RunNotFound(TunetrackError):
     """No run matches the id, prefix or name that was given."""
 

@@ -13,6 +13,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``serving``: ``ui``, ``tui``, ``watch``
 - ``asking``: ``query``, ``mcp``
 - ``skills``: ``skills`` (add, show: the skill file that teaches coding agents this CLI)
+- ``team``: ``token`` (create, list, revoke: a team dashboard's personal tokens), ``audit``
 
 Their shared options are ``options``; every user error ends in one line and a non-zero exit, never a
 traceback (``errors``). Heavy modules (rich, plotext, numpy through the reader) are imported inside
@@ -51,6 +52,7 @@ from .reading import (
 from .serving import tui_command, ui_command, watch_command
 from .skills import skills_group
 from .steering import run_command, stop_command
+from .team import audit_command, token_group
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,6 +93,8 @@ for _command in (
     watch_command,
     ui_command,
     tui_command,
+    token_group,
+    audit_command,
 ):
     cli.add_command(_command)
 

@@ -92,11 +92,24 @@ def watch_command(
     is_flag=True,
     help="Change nothing: no Stop button, and every request that would change the store is refused.",
 )
-def ui_command(dir: str | None, host: str, port: int, token: str | None, read_only: bool) -> None:
+@click.option(
+    "--team",
+    "team_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="Serve a team: a TOML file of who may read, edit and delete which projects, and how people "
+    "sign in (personal tokens: tunetrack token; OpenID Connect; a trusted proxy's header). See docs/team.md.",
+)
+@friendly
+def ui_command(
+    dir: str | None, host: str, port: int, token: str | None, read_only: bool, team_file: str | None
+) -> None:
     """Start the live local dashboard and print its address; Ctrl-C stops it.
 
-    Its one change to the store is the run page's Stop button (a live run asked to stop, as
-    `tunetrack stop` asks); --read-only turns it off.
+    Its changes to the store are the run page's Stop button (a live run asked to stop, as `tunetrack
+    stop` asks) and its name, tags and notes; --read-only turns them off. With --team, each person
+    signs in and sees and changes only what the team file lets them; every change is recorded
+    (tunetrack audit).
     """
     try:
         import uvicorn
@@ -106,8 +119,17 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None, read_on
         raise click.ClickException("the dashboard needs its extra: pip install 'tunetrack[ui]'") from None
     import secrets
 
+    team = None
+    if team_file is not None:
+        if token is not None:
+            raise click.BadParameter(
+                "a team signs in with personal tokens: drop --token", param_hint="--token"
+            )
+        from ..team.file import load_team
+
+        team = load_team(team_file)
     loopback = host in ("localhost", "::1") or host.startswith("127.")
-    if token is None and not loopback:
+    if token is None and not loopback and team is None:
         token = secrets.token_urlsafe(18)
     shown = "127.0.0.1" if host == "0.0.0.0" else host
     click.echo(
@@ -115,9 +137,10 @@ def ui_command(dir: str | None, host: str, port: int, token: str | None, read_on
         + (f"?token={token}" if token else "")
         + "  (Ctrl-C stops)"
     )
-    app = create_app(dir, token, read_only)
+    app = create_app(dir, token, read_only, team)
     warm(app)  # the runs table is built while the server starts and the browser opens
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # a team's: the peer's own address, never one a header claims (the proxy is trusted by address)
+    uvicorn.run(app, host=host, port=port, log_level="warning", proxy_headers=team is None)
 
 
 @click.command("tui")

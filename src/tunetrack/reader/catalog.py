@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import aggregates
@@ -30,6 +30,8 @@ RECHECK = 5.0
 #: what a kept row holds (``refresh``): change it whenever a row's content does, so that rows kept by
 #: an older version are built again
 ROWS_FORMAT = 1
+#: which projects' runs a reader may see (a team member's: ``reader.visible``)
+Visibility = Callable[[str | None], bool]
 
 
 class Catalog:
@@ -79,12 +81,14 @@ class Catalog:
         *,
         refresh: bool = True,
         best: Mapping[str, bool] | None = None,
+        visible: Visibility | None = None,
     ) -> list[dict[str, Any]]:
         """The runs table, newest first (``reader.run_json``, its ``last`` holding each of ``keys``
         the run has a last value of, its ``summary`` each of their aggregates: last, min, max, best
         and its step, ``Run.summary``'s). ``refresh=False``: as the last ``refresh()`` left it, for a
         caller that has just refreshed it to read its version. ``best``: what "best" is per key where
-        not ``metric_keys.minimized``'s choice (``{"kl": True}``: lower is better), as ``--best``."""
+        not ``metric_keys.minimized``'s choice (``{"kl": True}``: lower is better), as ``--best``.
+        ``visible``: only the runs of the projects it accepts (a team member's, ``reader.visible``)."""
         if refresh:
             self.refresh()
         lower = spelled(best)
@@ -100,21 +104,33 @@ class Catalog:
                     },
                 }
                 for _, _, row in self._rows.values()
-                if (project is None or row["project"] == project) and (state is None or row["state"] == state)
+                if (project is None or row["project"] == project)
+                and (state is None or row["state"] == state)
+                and (visible is None or visible(row["project"]))
             ]
         return sorted(out, key=lambda row: row["created"], reverse=True)
 
-    def keys(self) -> list[str]:
+    def keys(self, visible: Visibility | None = None) -> list[str]:
         """Every metric key some run of the table has a last value of, sorted: worked out once per
-        version of the table (a page asks for them with its rows, and every poll after)."""
+        version of the table (a page asks for them with its rows, and every poll after). ``visible``:
+        of the runs of the projects it accepts only (worked out each time)."""
         version = self.refresh(share=True)
         with self._table_lock:
+            if visible is not None:
+                rows = [row for _, _, row in self._rows.values() if visible(row["project"])]
+                return sorted({key for row in rows for key in row["last"]})
             if self._keys[0] != version:
                 self._keys = (
                     version,
                     sorted({key for _, _, row in self._rows.values() for key in row["last"]}),
                 )
             return list(self._keys[1])
+
+    def projects(self) -> set[str | None]:
+        """The projects the runs of the table are in (None: a run in none)."""
+        self.refresh(share=True)
+        with self._table_lock:
+            return {row["project"] for _, _, row in self._rows.values()}
 
     def refresh(self, share: bool = False) -> int:
         """Bring the runs table up to date with the store, and return its version: a number that

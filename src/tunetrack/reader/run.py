@@ -110,6 +110,11 @@ class Run:
         return list(self._identity.tags)
 
     @property
+    def created_as(self) -> dict[str, Any]:
+        """run.json as its creator wrote it, before any edit: what an audit trail replays the edits over."""
+        return dict(self._run_json)
+
+    @property
     def notes(self) -> list[dict[str, Any]]:
         """Notes (``tunetrack note``), oldest first: ``{"time", "by", "text"}``."""
         return list(self._identity.notes)

@@ -138,6 +138,15 @@ class Store(Protocol):
         run's process looks at every few seconds (``tracker.control``): one stat, or one GET."""
         ...
 
+    def put_audit(self, name: str, body: dict[str, Any]) -> None:
+        """Add the audit record ``name`` (``layout.AUDIT_DIR``: what outlives the run it is about),
+        created only if absent."""
+        ...
+
+    def audit(self) -> list[tuple[str, dict[str, Any]]]:
+        """``(name, body)`` of every audit record, in no particular order."""
+        ...
+
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """Put the run's Parquet copy of ``table``, replacing the one there (whole, never half)."""
         ...

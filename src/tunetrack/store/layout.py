@@ -15,6 +15,7 @@ One folder per run, one set of files per writing process (``<proc>.json``, ``<pr
                                                params.parquet): a copy for columnar tools, rewritten
                                                whole; the records stay the source of truth
     <root>/.jobs/<job key digest>.json         a distributed job's run id (store/jobs.py)
+    <root>/.audit/<edit name>.json             a run deleted: who, when, from where, what it was
 
 Edits (``tunetrack tag``/``rename``/``note``, ``Tracker.name = ...``/``add_tags``) change no file:
 ``run.json`` stays as its creator wrote it, and each edit is a new file of its own, created once under
@@ -48,6 +49,9 @@ BEAT_SUFFIX = ".beat"  # an object store's heartbeat object of a process
 EDIT_SUFFIX = ".edit"
 MEDIA_DIR = "media"
 JOBS_DIR = ".jobs"
+#: what outlives a run it is about: the record of its deletion (``manage.runs.delete_runs``), which
+#: a team's audit trail shows beside the runs' edits (``reader.audit``); named as edits are
+AUDIT_DIR = ".audit"
 #: a folder store's listing of its ended runs, kept by readers (``local.LocalStore.keep_listed``)
 LISTING = ".listing.msgpack"
 #: the dashboard's runs table rows of ended runs, kept by it (``reader.catalog``)

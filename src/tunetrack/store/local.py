@@ -335,6 +335,22 @@ class LocalStore:
         path = self.root / run_id / f"{layout.STOP_EDIT}{layout.EDIT_SUFFIX}"
         return read_json(path) if path.exists() else None
 
+    def put_audit(self, name: str, body: dict[str, Any]) -> None:
+        """An audit record: a file of ``.audit/``, written once."""
+        folder = self.root / layout.AUDIT_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{name}.json"
+        if not path.exists():
+            write_json_atomic(path, body)
+
+    def audit(self) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for path in sorted((self.root / layout.AUDIT_DIR).glob("*.json")):
+            body = read_json(path)
+            if body is not None:
+                out.append((path.stem, body))
+        return out
+
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """The run's Parquet copy of ``table``, replaced whole (a run folder that is gone stays gone)."""
         run_dir = self.root / run_id

@@ -165,6 +165,18 @@ class ObjectStore:
         """The run's stop edit object (``layout.STOP_EDIT``): one GET, a 404 while there is none."""
         return loads(self.blobs.get(f"{run_id}/{layout.STOP_EDIT}{layout.EDIT_SUFFIX}"))
 
+    def put_audit(self, name: str, body: dict[str, Any]) -> None:
+        """An audit record: an object of ``.audit/``, created only if absent."""
+        self.blobs.put(f"{layout.AUDIT_DIR}/{name}.json", dumps(body), create=True)
+
+    def audit(self) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for blob in self.blobs.list_blobs(f"{layout.AUDIT_DIR}/"):
+            body = loads(self.blobs.get(blob.key))
+            if isinstance(body, dict):
+                out.append((blob.key.rpartition("/")[2].removesuffix(".json"), body))
+        return out
+
     def put_parquet(self, run_id: str, table: str, data: bytes) -> None:
         """The run's Parquet copy of ``table``, one object (a put replaces it whole)."""
         self.blobs.put(f"{run_id}/{layout.parquet_name(table)}", data)

@@ -11,39 +11,80 @@ from __future__ import annotations
 import os
 import threading
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from ..errors import NotVisible, one_line
 from ..reader import Catalog
 from ..reader.sweeps import Configs
+from ..team.file import Team
 from . import assets, security
-from .routes import compare, distributions, families, media, pages, produced, runs, samples, steering, sweeps
+from .routes import (
+    compare,
+    distributions,
+    editing,
+    families,
+    media,
+    pages,
+    produced,
+    runs,
+    samples,
+    steering,
+    sweeps,
+)
 
 
 def create_app(
-    root: str | os.PathLike[str] | None = None, token: str | None = None, read_only: bool = False
+    root: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+    read_only: bool = False,
+    team: Team | None = None,
 ) -> FastAPI:
     """The app over the store at ``root``; with ``token``, every request must carry it; ``read_only``:
-    every change is refused (and the pages offer none)."""
+    every change is refused (and the pages offer none); ``team``: served to a team (``ui.team``:
+    each request someone, who sees and changes only what the team file lets them)."""
     app = FastAPI(
         title="tunetrack",
         version="1",
         summary="API over a tunetrack run store: it reads, and stops live runs.",
     )
-    app.middleware("http")(security.guard(token))
+    if team is not None:
+        from . import team as for_team
+
+        for_team.install(app, team)
+    app.middleware("http")(security.guard(token))  # added last: outermost, its headers on every answer
+    app.exception_handler(NotVisible)(_not_visible)
     app.state.read_only = read_only
-    app.state.with_token = token is not None  # whether requests carry a token (``security.writable``)
+    # whether requests say who sent them (``security.writable``): a token, or a team member
+    app.state.with_token = token is not None or team is not None
     app.state.catalog = Catalog(root)
     app.state.listings = runs.Listings()
     app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
     app.state.root = root  # the artifacts beside the runs are read from it (``routes.produced``)
     app.state.lineages = produced.Lineages()  # the store's lineage graph, built once per version
-    for topic in (runs, distributions, families, compare, media, samples, sweeps, produced, steering):
+    for topic in (
+        runs,
+        distributions,
+        families,
+        compare,
+        media,
+        samples,
+        sweeps,
+        produced,
+        steering,
+        editing,
+    ):
         app.include_router(topic.router)
     uplot_tag = assets.uplot_tag() if assets.uplot_built("ui", "the dashboard shows no charts") else None
     app.include_router(pages.router(uplot_tag))  # before /static: it serves uPlot under /static/vendor/
     app.mount("/static", StaticFiles(directory=assets.STATIC), name="static")
     return app
+
+
+async def _not_visible(request: Request, exc: Exception) -> JSONResponse:
+    """A run of a project the team member may not read, whichever route asked for it: a 403."""
+    return JSONResponse({"detail": one_line(exc)}, status_code=403)
 
 
 def warm(app: FastAPI) -> threading.Thread:

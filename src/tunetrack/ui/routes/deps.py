@@ -12,10 +12,12 @@ from ...reader import Catalog, Run
 
 
 def _catalog(request: Request) -> Catalog:
-    return request.app.state.catalog
+    """The app's catalog, or on a team's dashboard the one the request's person reads through
+    (``reader.visible.Visible``, set by ``ui.team``)."""
+    return getattr(request.state, "catalog", None) or request.app.state.catalog
 
 
-#: a route's parameter of this type gets the app's catalog
+#: a route's parameter of this type gets the app's catalog (a team member's view of it)
 CatalogDep = Annotated[Catalog, Depends(_catalog)]
 
 

@@ -24,6 +24,7 @@ from ...reader.artifacts import ArtifactVersion, latest_versions, open_artifacts
 from ...reader.as_text import checkpoint_keys, human_bytes, number, when
 from ...reader.find import all_runs
 from ...reader.lineage import ARTIFACT, CHECKPOINT, RUN, WORDS, Graph, Node, build, detail_text
+from .. import team
 from .deps import CatalogDep, open_or_404
 from .runs import best_ways
 
@@ -146,8 +147,28 @@ def lineage(run_id: str, request: Request, catalog: CatalogDep) -> dict[str, Any
             parent, child = (e.source, e.target) if down else (e.target, e.source)
             words = WORDS[e.relation][down]
             sides[side].append({"depth": depth, "words": words, "node": child, "parent": parent})
+    if team.person(request) is not None:
+        names = _run_names(catalog)
+        sides = {side: _readable(rows, graph, names) for side, rows in sides.items()}
     ids = {root} | {r["node"] for rows in sides.values() for r in rows}
     return {"root": root, "nodes": {i: _node(graph.nodes[i]) for i in sorted(ids)}, **sides}
+
+
+def _readable(rows: list[dict[str, Any]], graph: Graph, names: dict[str, str]) -> list[dict[str, Any]]:
+    """A walk without the runs (and their checkpoints) a team member may not read, nor anything
+    reached through one."""
+    out: list[dict[str, Any]] = []
+    hidden_below: int | None = None  # the depth of the hidden row whose subtree is being skipped
+    for row in rows:
+        if hidden_below is not None and row["depth"] > hidden_below:
+            continue
+        hidden_below = None
+        node = graph.nodes[row["node"]]
+        if node.type in (RUN, CHECKPOINT) and node.detail.get("run") not in names:
+            hidden_below = row["depth"]
+            continue
+        out.append(row)
+    return out
 
 
 def _node(n: Node) -> dict[str, Any]:
@@ -179,7 +200,9 @@ def artifacts(request: Request, catalog: CatalogDep, kind: str | None = None) ->
     artifact kept by reference), ``created`` as the CLI prints times, and the runs that made and used
     it as ``{id, name}`` (``name`` None: a run the store no longer holds)."""
     names = _run_names(catalog)
-    return {"artifacts": [_version(v, names) for v in latest_versions(_root(request), kind)]}
+    found = latest_versions(_root(request), kind)
+    hide = team.person(request) is not None
+    return {"artifacts": [_version(v, names, names_only=hide) for v in found if _shown(v, names, request)]}
 
 
 @router.get("/api/artifacts/versions", summary="Every version of one artifact, with its files")
@@ -197,14 +220,27 @@ def versions(
     except (TunetrackError, ValueError) as exc:
         raise HTTPException(404, one_line(exc)) from None
     names = _run_names(catalog)
-    return {"name": name, "versions": [_version(v, names, files=True) for v in found]}
+    hide = team.person(request) is not None
+    shown = [_version(v, names, True, hide) for v in found if _shown(v, names, request)]
+    return {"name": name, "versions": shown}
 
 
 def _run_names(catalog: Catalog) -> dict[str, str]:
+    """The names of the runs the request may read, by id."""
     return {row["id"]: row["name"] for row in catalog.rows(keys=())}
 
 
-def _version(v: ArtifactVersion, names: dict[str, str], files: bool = False) -> dict[str, Any]:
+def _shown(v: ArtifactVersion, names: dict[str, str], request: Request) -> bool:
+    """Whether a team member sees ``v``: made by a run they may read, or by none (a file logged
+    outside any run). On a dashboard of one, every version."""
+    return team.person(request) is None or v.run is None or v.run in names
+
+
+def _version(
+    v: ArtifactVersion, names: dict[str, str], files: bool = False, names_only: bool = False
+) -> dict[str, Any]:
+    """A version as the page shows it; ``names_only``: the runs that used it only where named (a team
+    member sees no id of a run they may not read)."""
     body = v.as_dict()
     body.pop("files")
     out = {
@@ -213,7 +249,7 @@ def _version(v: ArtifactVersion, names: dict[str, str], files: bool = False) -> 
         "files": len(v.files),
         "created": when(v.created),
         "run": None if v.run is None else {"id": v.run, "name": names.get(v.run)},
-        "used_by": [{"id": r, "name": names.get(r)} for r in v.used_by],
+        "used_by": [{"id": r, "name": names.get(r)} for r in v.used_by if r in names or not names_only],
     }
     if files:
         out["file_list"] = [

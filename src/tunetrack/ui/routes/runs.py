@@ -18,6 +18,7 @@ from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
 from ...reader.families import families, folded
+from ...reader.visible import Visible
 from ...reader.where import grep_error
 from .deps import CatalogDep, open_or_404
 
@@ -93,14 +94,19 @@ def runs(
 ) -> Response:
     listings: Listings = request.app.state.listings
     version = catalog.refresh()
-    headers = {"ETag": f'"{listings.boot}-{version}"', "Cache-Control": "no-cache"}
+    headers = {
+        "ETag": f'"{listings.boot}-{version}"',
+        "Cache-Control": "no-cache",
+        "Vary": "Cookie, Authorization",
+    }
     if request.headers.get("if-none-match") == headers["ETag"]:
         return Response(status_code=304, headers=headers)
     shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
     ways = best_ways(best)
-    body = listing(
-        listings, catalog, version, request.url.query, project, state, shown_keys, ways, format == "table"
-    )
+    # a team member's rows are kept under what they may read: one body serves everyone who sees the same
+    scope = catalog.scope() if isinstance(catalog, Visible) else ""
+    query = f"{scope}?{request.url.query}"
+    body = listing(listings, catalog, version, query, project, state, shown_keys, ways, format == "table")
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -156,7 +162,7 @@ def warm(catalog: Catalog, listings: Listings) -> None:
     is said by the requests, not here."""
     try:
         version = catalog.refresh()
-        listing(listings, catalog, version, "format=table", None, None, LOSS_LIKE, table=True)
+        listing(listings, catalog, version, "?format=table", None, None, LOSS_LIKE, table=True)
         catalog.keys()
     except Exception:  # noqa: BLE001 - the page's requests meet the same error and show it
         return

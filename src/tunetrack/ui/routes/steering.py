@@ -12,7 +12,9 @@ from pydantic import BaseModel
 
 from ...errors import RunNotRunning, TunetrackError, one_line
 from ...manage import stop_run
-from .. import security
+from ...team.roles import Role
+from .. import security, team
+from .deps import CatalogDep, open_or_404
 
 router = APIRouter()
 
@@ -23,9 +25,11 @@ class StopRequest(BaseModel):
     reason: str = ""
 
 
-@router.get("/api/server", summary="What this server allows: read_only, when it changes nothing")
-def server(request: Request) -> dict[str, bool]:
-    return {"read_only": request.app.state.read_only}
+@router.get(
+    "/api/server", summary="What this server allows: read_only, when it changes nothing; who is signed in"
+)
+def server(request: Request) -> dict[str, Any]:
+    return {"read_only": request.app.state.read_only, "person": team.person(request)}
 
 
 @router.post(
@@ -36,11 +40,16 @@ def server(request: Request) -> dict[str, bool]:
     "running. Answers the run's id, name, state and the stop request (the first one counts).",
     dependencies=[Depends(security.writable)],
 )
-def stop(run_id: str, body: StopRequest, request: Request) -> dict[str, Any]:
-    # who asked, as the run's state will say it: the address tells one browser from another
-    who = f"dashboard ({request.client.host})" if request.client else "dashboard"
+def stop(run_id: str, body: StopRequest, request: Request, catalog: CatalogDep) -> dict[str, Any]:
+    person = team.person(request)
+    if person is not None:  # a team's dashboard: the member, if the team file lets them edit the run
+        run = open_or_404(catalog, run_id)
+        team.allow(request, Role.EDIT, run.project)
+        who, origin = person, getattr(request.state, "origin", None)
+    else:  # who asked, as the run's state will say it: the address tells one browser from another
+        who, origin = (f"dashboard ({request.client.host})" if request.client else "dashboard"), None
     try:
-        r = stop_run(run_id, body.reason, dir=request.app.state.root, by=who)
+        r = stop_run(run_id, body.reason, dir=request.app.state.root, by=who, origin=origin)
     except RunNotRunning as exc:
         raise HTTPException(409, one_line(exc)) from None
     except TunetrackError as exc:  # no such run, or a prefix several runs share

@@ -1,0 +1,54 @@
+"""A catalog as one member of a team may read it: only the runs of the projects they may read.
+
+The dashboard's routes read through a ``Catalog`` (``open``, ``rows``, ``keys``); handing each request
+a ``Visible`` one instead puts the team's decision in one place, so a route written later cannot
+forget it: a run outside the person's projects is never opened (``errors.NotVisible``, a 403) and
+never listed, and no key, name or id of one reaches them through a listing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import NotVisible
+from ..metric_keys import LOSS_LIKE
+from .catalog import Catalog, Visibility
+from .run import Run
+
+
+class Visible:
+    """``catalog`` seen through ``may_read`` (a project, or None for a run in none, → whether it shows)."""
+
+    def __init__(self, catalog: Catalog, may_read: Visibility) -> None:
+        self.catalog = catalog
+        self.may_read = may_read
+        self.store = catalog.store
+
+    def open(self, ref: str) -> Run:
+        run = self.catalog.open(ref)
+        if not self.may_read(run.project):
+            raise NotVisible(f"you may not read the runs of the project {run.project or '(none)'!r}")
+        return run
+
+    def rows(
+        self,
+        project: str | None = None,
+        state: str | None = None,
+        keys: Sequence[str] = LOSS_LIKE,
+        **options: Any,
+    ) -> list[dict[str, Any]]:
+        return self.catalog.rows(project, state, keys, visible=self.may_read, **options)
+
+    def keys(self) -> list[str]:
+        return self.catalog.keys(self.may_read)
+
+    def refresh(self, share: bool = False) -> int:
+        return self.catalog.refresh(share)
+
+    def scope(self) -> str:
+        """A short name of what this reader sees (the projects it may read of those there are), so
+        that answers kept for one person serve everyone who sees the same runs."""
+        shown = sorted(repr(p) for p in self.catalog.projects() if self.may_read(p))
+        return hashlib.sha256("\n".join(shown).encode()).hexdigest()[:16]

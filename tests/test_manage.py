@@ -11,9 +11,10 @@ import pytest
 from support.helpers import spawn_script
 from tunetrack import Tracker
 from tunetrack._warnings import TunetrackWarning
-from tunetrack.edits import fold, new_edit, tag_changes
+from tunetrack.edits import author, fold, new_edit, tag_changes
 from tunetrack.errors import InvalidValue, RunInUse, RunNotFound
 from tunetrack.manage import delete_runs, note_run, rename_run, tag_run
+from tunetrack.reader.audit import trail
 from tunetrack.reader import list_runs, open_run
 
 
@@ -124,7 +125,10 @@ def test_delete_refuses_a_running_run_unless_forced_and_looks_up_every_run_first
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TunetrackWarning)  # its folder is gone
             live.finish()
-    assert list_runs(dir=root) == [] and [p.name for p in root.iterdir()] == []
+    # nothing of either run is left but the record of its deletion, for the audit trail
+    assert list_runs(dir=root) == [] and [p.name for p in root.iterdir()] == [".audit"]
+    gone = sorted((e.run, e.action, e.by) for e in trail(root))
+    assert gone == sorted([(done, "delete", author()), (live.id, "delete", author())])
 
 
 # -- the Tracker -------------------------------------------------------------------------------------

@@ -115,8 +115,9 @@ def delete_runs(
 
 
 def deletion_record(run: Run, by: str | None, origin: str | None) -> dict[str, Any]:
-    """What the store keeps of a deleted run: when, who (``by``, else ``user@host``), from where, and
-    the run as it was (id, name, project, tags, state), read by ``reader.audit``."""
+    """What the store keeps of a deleted run: when, who (``by``, else ``user@host``), from where, the
+    run as it was (id, name, project, tags, state), and its trail (run.json's name and tags, and its
+    edits), so that its history outlives it: read by ``reader.audit``."""
     body: dict[str, Any] = {"time": time.time(), "by": by or author()}
     if origin is not None:
         body["from"] = origin
@@ -126,6 +127,8 @@ def deletion_record(run: Run, by: str | None, origin: str | None) -> dict[str, A
         "project": run.project,
         "tags": run.tags,
         "state": str(run.state),
+        "created_as": {k: run.created_as.get(k) for k in ("name", "tags")},
+        "edits": run.meta["edits"],
     }
     return body
 

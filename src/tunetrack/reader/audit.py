@@ -40,20 +40,28 @@ class Entry:
 
 def run_trail(run: Run) -> list[Entry]:
     """The run's edits in the order readers apply them, each worded against the run before it."""
-    before = fold(run.created_as, [])
+    return _replay(run.id, run.project, run.created_as, run.meta.get("edits") or [])
+
+
+def _replay(run_id: str, project: str | None, created_as: dict[str, Any], edits: list[Any]) -> list[Entry]:
+    before = fold(created_as, [])
     out = []
-    for body in run.meta.get("edits") or []:
+    for body in edits:
+        if not isinstance(body, dict):
+            continue
         after = fold({"name": before.name, "tags": before.tags}, [("", body)])
-        actions, words = _changes(body, before.name or run.id, after.name or run.id, before.tags, after.tags)
+        if after.edits == []:  # not an edit readers apply (malformed): not one that changed anything
+            continue
+        actions, words = _changes(body, before.name or run_id, after.name or run_id, before.tags, after.tags)
         out.append(
             Entry(
                 time=float(body["time"]),
                 by=str(body.get("by") or "?"),
                 origin=body.get("from"),
                 action="+".join(actions),
-                run=run.id,
-                name=after.name or run.id,
-                project=run.project,
+                run=run_id,
+                name=after.name or run_id,
+                project=project,
                 what="; ".join(words),
             )
         )
@@ -84,12 +92,17 @@ def _changes(
 
 
 def deletions(store: Store) -> list[Entry]:
-    """The store's records of deleted runs (``manage.runs.deletion_record``); a malformed one is skipped."""
+    """The store's records of deleted runs (``manage.runs.deletion_record``): each run's edits as they
+    were, then its deletion; a malformed record is skipped."""
     out = []
     for _, body in store.audit():
         gone = body.get("deleted")
         if not isinstance(gone, dict) or not isinstance(body.get("time"), (int, float)):
             continue
+        created = gone.get("created_as")
+        edits = gone.get("edits")
+        if isinstance(created, dict) and isinstance(edits, list):
+            out += _replay(str(gone.get("id")), gone.get("project"), created, edits)
         tags = ", ".join(map(str, gone.get("tags") or []))
         out.append(
             Entry(

@@ -29,7 +29,8 @@ class Visible:
     def open(self, ref: str) -> Run:
         run = self.catalog.open(ref)
         if not self.may_read(run.project):
-            raise NotVisible(f"you may not read the runs of the project {run.project or '(none)'!r}")
+            # not even its project's name: that too is what the person may not read
+            raise NotVisible("you may not read this run: the team file gives you no role in its project")
         return run
 
     def rows(

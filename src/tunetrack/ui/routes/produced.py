@@ -213,16 +213,17 @@ def versions(
     (name, size, short hash) and ``digest``; a name the store does not hold is a 404 that says which
     it holds."""
     store = open_artifacts(_root(request))
+    hide = team.person(request) is not None
+    names = _run_names(catalog)
     try:
-        found = store.versions(name)
+        found = [v for v in store.versions(name) if _shown(v, names, request)]
+        if not found and hide:  # a team member is not told which artifacts there are
+            raise HTTPException(404, f"no artifact {name!r} that you may read")
         if not found:
             store.resolve(name)  # raises the error that says which artifacts there are
     except (TunetrackError, ValueError) as exc:
         raise HTTPException(404, one_line(exc)) from None
-    names = _run_names(catalog)
-    hide = team.person(request) is not None
-    shown = [_version(v, names, True, hide) for v in found if _shown(v, names, request)]
-    return {"name": name, "versions": shown}
+    return {"name": name, "versions": [_version(v, names, True, hide) for v in found]}
 
 
 def _run_names(catalog: Catalog) -> dict[str, str]:

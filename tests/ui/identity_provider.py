@@ -8,6 +8,7 @@ Node and npm come from Debian's ``nodejs`` and ``npm`` (the ui nox session insta
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -45,9 +46,18 @@ def install() -> None:
 
 class Provider:
     """``node provider.mjs`` with one confidential client; ``issuer`` once its discovery document
-    answers. Its output goes to ``log`` (read when it fails to start)."""
+    answers. Its output goes to ``log``: why it failed to start, and the paths it was asked for
+    (``asked``). ``claims_in_id_token``: the account's claims in the ID token too (not only at the
+    userinfo endpoint)."""
 
-    def __init__(self, client_id: str, client_secret: str, redirect_uri: str, log: Path) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        client_secret: str,
+        redirect_uri: str,
+        log: Path,
+        claims_in_id_token: bool = False,
+    ) -> None:
         install()
         node = shutil.which("node")
         if node is None:
@@ -61,6 +71,7 @@ class Provider:
                 cwd=IDP,
                 stdout=out,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, "IDP_CLAIMS_IN_ID_TOKEN": "1" if claims_in_id_token else "0"},
             )
         try:
             wait_until(self._discoverable, timeout=60)
@@ -78,6 +89,14 @@ class Provider:
         except httpx.TransportError:
             return False
         return answer.status_code == 200 and answer.json().get("issuer") == self.issuer
+
+    def asked(self) -> list[str]:
+        """``METHOD PATH`` of each request the provider has had, in order."""
+        return [
+            line.removeprefix("asked ")
+            for line in self.log.read_text().splitlines()
+            if line.startswith("asked ")
+        ]
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -5,7 +5,10 @@
 //   node provider.mjs PORT CLIENT_ID CLIENT_SECRET REDIRECT_URI
 //
 // (or IDP_PORT, IDP_CLIENT_ID, IDP_CLIENT_SECRET, IDP_REDIRECT_URI). The issuer is
-// http://127.0.0.1:PORT; it prints "listening ISSUER" once it accepts connections. Its development
+// http://127.0.0.1:PORT; it prints "listening ISSUER" once it accepts connections, then "asked METHOD
+// PATH" for each request (the path only: a query can hold a code). With IDP_CLAIMS_IN_ID_TOKEN=1 the
+// account's claims are in the ID token too (as Google's or Keycloak's are), not only at the
+// userinfo endpoint as a conforming provider keeps them in the code flow. Its development
 // interactions take any login and password: login "alice" is the account whose email is
 // alice@example.test (verified). PKCE is required of every client, so a client that forgets it fails.
 // oidc-provider 8.x is pinned (package.json): it runs on Node 18 (Debian 12's nodejs), 20 and 22;
@@ -48,9 +51,15 @@ const provider = new Provider(issuer, {
       },
     };
   },
+  conformIdTokenClaims: process.env.IDP_CLAIMS_IN_ID_TOKEN !== '1',
   pkce: { methods: ['S256'], required: () => true },
   cookies: { keys: [randomBytes(32).toString('hex')] },
   features: { devInteractions: { enabled: true } },
+});
+
+provider.use(async (ctx, next) => {
+  console.log(`asked ${ctx.method} ${ctx.path}`);
+  await next();
 });
 
 const server = provider.listen(Number(port), '127.0.0.1', () => {

@@ -25,11 +25,13 @@ CLIENT_SECRET = secrets.token_urlsafe(32)
 
 def make_app(issuer: str, claim: str = "email") -> FastAPI:
     """The team dashboard's part in small: a signed session cookie, the sign-in routes, and a page
-    that says who the session is."""
+    that says who the session is; ``mallory@example.test`` is not on the team."""
     app = FastAPI()
     app.add_middleware(SessionMiddleware, secret_key=secrets.token_urlsafe(32), same_site="lax")
 
     def sign_in(request: Request, person: str) -> None:
+        if person == "mallory@example.test":
+            raise PermissionError(person)
         request.session["person"] = person
 
     oidc.add_routes(app, issuer, CLIENT_ID, CLIENT_SECRET, claim, sign_in)
@@ -46,13 +48,15 @@ def make_app(issuer: str, claim: str = "email") -> FastAPI:
 
 
 @contextmanager
-def signin_site(folder: Path, claims_in_id_token: bool = False) -> Iterator[tuple[str, Provider]]:
+def signin_site(
+    folder: Path, claims_in_id_token: bool = False, claim: str = "email"
+) -> Iterator[tuple[str, Provider]]:
     """The app on a free port and the provider that knows it as its one client."""
     app_server = AppServer()
     callback = f"{app_server.base}/signin/oidc/callback"
     provider = Provider(CLIENT_ID, CLIENT_SECRET, callback, folder / "provider.log", claims_in_id_token)
     try:
-        app_server.serve(make_app(provider.issuer))
+        app_server.serve(make_app(provider.issuer, claim))
         yield app_server.base, provider
     finally:
         app_server.stop()
@@ -206,6 +210,31 @@ def test_a_person_who_cancels_is_told_so(site, page):
     assert answer.value.status == 403
     assert page.inner_text("body").startswith("Sign-in was cancelled or refused at the identity provider.")
     assert whoami(page, base) is None
+
+
+def test_a_person_the_team_does_not_admit_is_refused(site, page):
+    base, _ = site
+    page.goto(f"{base}/signin/oidc?next=/whoami")
+    log_in(page, "mallory", consent=False)
+    with page.expect_response(lambda r: "/signin/oidc/callback" in r.url) as answer:
+        page.click('button:has-text("Continue")')
+    assert answer.value.status == 403
+    assert page.inner_text("body").startswith("mallory@example.test may not use this dashboard.")
+    assert whoami(page, base) is None
+
+
+def test_a_person_the_claim_does_not_name_is_refused(tmp_path, page):
+    """The dashboard names people by ``nickname``, which this provider's accounts have neither in the
+    ID token nor at the userinfo endpoint."""
+    with signin_site(tmp_path, claim="nickname") as (base, provider):
+        page.goto(f"{base}/signin/oidc?next=/whoami")
+        log_in(page, consent=False)
+        with page.expect_response(lambda r: "/signin/oidc/callback" in r.url) as answer:
+            page.click('button:has-text("Continue")')
+        assert answer.value.status == 403
+        assert "did not say who you are (no 'nickname' claim)" in page.inner_text("body")
+        assert "GET /me" in provider.asked()  # it looked there too
+        assert whoami(page, base) is None
 
 
 def test_a_provider_that_does_not_answer_is_a_refusal_not_a_500():

@@ -281,7 +281,10 @@ def ui(session: nox.Session) -> None:
     """The dashboard: API tests, and browser tests in Debian's Chromium driven by Playwright."""
     _env(session)
     _chromium(session)
-    session.install("-e", ".[test,ui]", "playwright", "httpx")  # no torch: the dashboard never needs it
+    # the sign-in tests' identity provider: oidc-provider in Node (tests/ui/idp, npm ci by the tests)
+    _apt(session, "nodejs", "/usr/bin/node")
+    _apt(session, "npm", "/usr/bin/npm")
+    session.install("-e", ".[test,ui,team]", "playwright", "httpx")  # no torch: the dashboard never needs it
     _pytest(session, "ui", "tests/ui")
 
 

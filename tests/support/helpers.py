@@ -102,9 +102,16 @@ class Server:
     """``tunetrack ui`` in a subprocess on a free port; stopped (SIGINT, like Ctrl-C) at teardown."""
 
     def __init__(
-        self, root: Path, host: str = "127.0.0.1", token: str | None = None, read_only: bool = False
+        self,
+        root: Path,
+        host: str = "127.0.0.1",
+        token: str | None = None,
+        read_only: bool = False,
+        team: Path | None = None,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://{'127.0.0.1' if host == '0.0.0.0' else host}:{self.port}"
         cmd = [
             sys.executable,
@@ -122,9 +129,11 @@ class Server:
             cmd += ["--token", token]
         if read_only:
             cmd.append("--read-only")
+        if team is not None:
+            cmd += ["--team", str(team)]
         self.proc = subprocess.Popen(
             cmd,
-            env={**os.environ, "PYTHONPATH": SRC},
+            env={**os.environ, **(env or {}), "PYTHONPATH": SRC},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -135,7 +135,9 @@ PAGES = ["/", "/run/{hidden}", "/compare?id={hidden}", "/artifacts", "/openapi.j
 
 
 def client(root: Path, team_file: Path, address: str = "198.51.100.7") -> TestClient:
-    return TestClient(create_app(root, team=load_team(team_file)), base_url="http://dash.test", client=(address, 40000))
+    return TestClient(
+        create_app(root, team=load_team(team_file)), base_url="http://dash.test", client=(address, 40000)
+    )
 
 
 def test_every_route_for_every_role(team_store):
@@ -158,7 +160,10 @@ def test_every_route_for_every_role(team_store):
             else:
                 assert r.status_code == 403, (who, path, r.status_code, r.text[:300])
             if RANK[role] == 0:  # not a trace of the hidden run: its id, its name, its project
-                assert hidden not in r.text and "launch-plan" not in r.text and "secret-x" not in r.text, (who, path)
+                assert hidden not in r.text and "launch-plan" not in r.text and "secret-x" not in r.text, (
+                    who,
+                    path,
+                )
         if RANK[role] == 0 and who != "eve":
             assert shown in c.get("/api/runs", headers=auth).text  # dee still reads the other project
 
@@ -179,7 +184,9 @@ def test_pages_send_nobody_to_sign_in_and_never_show_a_hidden_run(team_store):
 
 
 def _post(c: TestClient, url: str, token: str, body: dict) -> int:
-    return c.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Origin": "http://dash.test"}).status_code
+    return c.post(
+        url, json=body, headers={"Authorization": f"Bearer {token}", "Origin": "http://dash.test"}
+    ).status_code
 
 
 def test_changes_by_role_and_each_one_audited(tmp_path):
@@ -266,11 +273,14 @@ def test_a_sign_in_form_never_echoes_the_token_and_refuses_another_sites_post(te
         assert r.status_code == 303 and r.headers["location"] == "/", target
 
 
-PROXY_TEAM = TEAM + """
+PROXY_TEAM = (
+    TEAM
+    + """
 [proxy]
 header = "X-Forwarded-Email"
 trusted = ["10.1.0.0/16"]
 """
+)
 
 
 def test_a_proxys_identity_header_counts_only_from_the_trusted_addresses(team_store, tmp_path):
@@ -296,7 +306,10 @@ def test_a_proxys_identity_header_counts_only_from_the_trusted_addresses(team_st
         ("[acess]\n", "has no 'acess'"),
         ("[[access]]\nprojects = '*'\n", "grants anyone anything"),
         ("[[access]]\nprojects = '*'\nread=['*']\n[proxy]\nheader='X-User'\n", "trusted names no address"),
-        ("[[access]]\nprojects = '*'\nread=['*']\n[oidc]\nissuer='https://id'\nclient_id='t'\nclient_secret_env='NO_SUCH_VAR_TT'\n", "$NO_SUCH_VAR_TT, which is not set"),
+        (
+            "[[access]]\nprojects = '*'\nread=['*']\n[oidc]\nissuer='https://id'\nclient_id='t'\nclient_secret_env='NO_SUCH_VAR_TT'\n",
+            "$NO_SUCH_VAR_TT, which is not set",
+        ),
     ],
 )
 def test_a_team_file_that_is_wrong_says_where_in_one_line(tmp_path, text, problem):

@@ -30,7 +30,8 @@ from ..reader.visible import Visible
 from ..team.file import Team
 from ..team.roles import Role
 from ..team.tokens import Tokens
-from . import assets
+from . import assets, oidc
+from .oidc import local_path
 
 SESSION_COOKIE = "tunetrack_session"
 #: what anyone may ask for before signing in: the ways to sign in, and the pages' own static files
@@ -53,9 +54,6 @@ def install(app: FastAPI, team: Team) -> None:
     app.state.tokens = Tokens(team.tokens)
     app.include_router(_signin_router(team))
     if team.oidc is not None:
-        import importlib
-
-        oidc = importlib.import_module(".oidc", __package__)  # Authlib: only where a team signs in by OIDC
         o = team.oidc
         oidc.add_routes(app, o.issuer, o.client_id, o.client_secret, o.claim, sign_in=_begin("oidc"))
     app.middleware("http")(_identify)
@@ -170,14 +168,6 @@ def may(request: Request, project: str | None) -> dict[str, bool]:
 
 
 # -- signing in -------------------------------------------------------------------------------------
-def _local(target: str | None) -> str:
-    """``target`` if it is a path on this server, else ``/``: a sign-in never sends anyone off-site."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    parts = urlsplit(target)
-    return target if not parts.scheme and not parts.netloc else "/"
-
-
 def _signin_router(team: Team) -> APIRouter:
     page = (assets.STATIC / "signin.html").read_text()
     router = APIRouter(include_in_schema=False)
@@ -198,13 +188,13 @@ def _signin_router(team: Team) -> APIRouter:
 
     @router.get("/signin")
     def signin_page(next: str = "/") -> HTMLResponse:
-        return form(_local(next))
+        return form(local_path(next))
 
     @router.post("/signin")
     async def signin(request: Request) -> Response:
         _same_site(request)
         fields = parse_qs((await request.body()).decode("utf-8", "replace"))
-        target = _local((fields.get("next") or ["/"])[0])
+        target = local_path((fields.get("next") or ["/"])[0])
         token = request.app.state.tokens.check((fields.get("token") or [""])[0])
         if token is None:
             return form(target, 401, "That token is not valid: unknown, revoked or expired.")

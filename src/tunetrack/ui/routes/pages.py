@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
-from ...errors import RunNotFound
+from ...errors import NotVisible, RunNotFound
 from ...metric_keys import LOSS_LIKE
 from .. import assets
 from .deps import CatalogDep
@@ -73,14 +73,16 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
 
 
 def _run_page(html: str) -> Callable[[str, CatalogDep], HTMLResponse]:
-    """The run page, answered 404 for a run that is not there (its script then says so, and shows
-    nothing else)."""
+    """The run page, answered 404 for a run that is not there, 403 for one a team member may not read
+    (its script then says so, and shows nothing else)."""
 
     def serve(run_id: str, catalog: CatalogDep) -> HTMLResponse:
         try:
             catalog.open(run_id)
         except RunNotFound:
             return HTMLResponse(html, status_code=404)
+        except NotVisible:
+            return HTMLResponse(html, status_code=403)
         return HTMLResponse(html)
 
     return serve

@@ -2,7 +2,7 @@ import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
 import { addFamily, drawFamily, loadFamily, searchFamily, setCount } from "./many.js";
 import { addDistribution, drawDistribution, loadDistribution } from "./dist.js";
-import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
+import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, fmtTime, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
 
 // Asked before the page has loaded (see chartsReady); awaited once the run is shown.
 const chartsLoading = chartsReady();
@@ -301,6 +301,14 @@ function filterCharts() {
     }
   }, 150);
 }
+async function renderHistory() {  // who renamed, tagged, noted or stopped the run, when and from where
+  let history;
+  try { history = await api(`/api/runs/${encodeURIComponent(runId)}/history`); } catch (e) { return; }
+  const items = history.entries.map(e => el("li",
+    `${fmtTime(e.time)}  ${e.by}${e.origin ? ` (${e.origin})` : ""}: ${e.what}`));
+  document.getElementById("history").replaceChildren(...items);
+  document.getElementById("history-section").hidden = !items.length;
+}
 function renderEvents() {  // samples show in their own view, below; a run without events has no such section
   const rows = run.overview.events.filter(e => e.kind !== "text");
   document.querySelector("#events tbody").replaceChildren(...rows.map(e => row([e.step, e.kind, e.details])));
@@ -487,7 +495,7 @@ async function start() {
   const traceback = document.getElementById("traceback");
   traceback.textContent = run.error || "";
   traceback.scrollTop = traceback.scrollHeight;  // the exception's own line is its last: in view
-  renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem();
+  renderOverview(); renderEvents(); renderMedia(); renderConfig(); showSystem(); renderHistory();
   loadLogs();
   showSamples(runId, run.samples);
   showProduced(runId, run.events);

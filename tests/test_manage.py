@@ -14,8 +14,8 @@ from tunetrack._warnings import TunetrackWarning
 from tunetrack.edits import author, fold, new_edit, tag_changes
 from tunetrack.errors import InvalidValue, RunInUse, RunNotFound
 from tunetrack.manage import delete_runs, note_run, rename_run, tag_run
-from tunetrack.reader.audit import trail
 from tunetrack.reader import list_runs, open_run
+from tunetrack.reader.audit import trail
 
 
 def finished(root, **kw) -> str:

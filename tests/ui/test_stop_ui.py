@@ -39,7 +39,7 @@ def test_stop_asks_a_live_run_and_says_who_asked(tmp_path):
     run = live(tmp_path)
     try:
         with client(tmp_path) as c:
-            assert c.get("/api/server").json() == {"read_only": False}
+            assert c.get("/api/server").json() == {"read_only": False, "person": None}
             answer = c.post(
                 f"/api/runs/{run.id}/stop", json={"reason": "loss diverged"}, headers={"origin": BASE}
             )
@@ -111,7 +111,7 @@ def test_a_read_only_server_changes_nothing(tmp_path):
     run = live(tmp_path)
     try:
         with client(tmp_path, read_only=True) as c:
-            assert c.get("/api/server").json() == {"read_only": True}
+            assert c.get("/api/server").json() == {"read_only": True, "person": None}
             refused = c.post(f"/api/runs/{run.id}/stop", json={"reason": "x"}, headers={"origin": BASE})
             assert refused.status_code == 403
             assert (

@@ -1,5 +1,7 @@
-"""The dashboard server: a JSON API over ``tunetrack.reader`` and the static pages. It reads; its one
-change is asking a live run to stop (``routes.steering``), which ``read_only`` turns off.
+"""The dashboard server: a JSON API over ``tunetrack.reader`` and the static pages. It reads; its
+changes are asking a live run to stop (``routes.steering``) and a run's name, tags, notes and, for a
+team, its deletion (``routes.editing``), which ``read_only`` turns off. Served to a team (``team``),
+every request is someone, who sees and changes only what the team file lets them (``ui.team``).
 
 ``create_app`` only assembles: the guard around every request (``security``: the token, the
 Content-Security-Policy), the routes by topic (``routes``), which reach the store's ``Catalog`` through

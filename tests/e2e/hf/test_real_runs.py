@@ -44,6 +44,7 @@ PAGES = [
     "docs/ui.md",
     "docs/run.md",
     "docs/tui.md",
+    "docs/team.md",
 ]
 #: the loss threshold of the sweeps examples, for these tiny models (see the module's docstring)
 THRESHOLD = ("eval/loss:min < 0.7", "eval/loss:min < 5.4")
@@ -852,6 +853,10 @@ ELSEWHERE = {
     "tunetrack show 5": "an id prefix two runs share: tests/test_cli.py::test_ambiguous_prefix_and_name",
     "tunetrack mcp": "test_mcp_on_the_real_runs (this module)",
     "tunetrack ui": "tests/ui",
+    "tunetrack token": "tests/ui/test_team.py (create, revoke, list; sign-in with them in Chromium: "
+    "tests/ui/test_team_browser.py)",
+    "tunetrack audit": "tests/ui/test_team.py::test_changes_by_role_and_each_one_audited, "
+    "tests/test_cli.py::test_rm_asks_and_deletes_only_what_it_was_told",
     "tunetrack ui --read-only": "tests/ui/test_stop_ui.py::test_read_only_offers_no_stop_and_who_asked_renders_as_text",
     "tunetrack sync": "tests/objectstore/test_sync.py",
     "tunetrack tag": "tests/test_manage.py",

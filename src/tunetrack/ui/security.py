@@ -47,6 +47,8 @@ def guard(token: str | None) -> Callable[[Request, CallNext], Awaitable[Response
             response = JSONResponse({"detail": f"could not read the store: {exc!r}"}, status_code=503)
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["X-Frame-Options"] = "DENY"  # frame-ancestors' older name: no clickjacking
+        response.headers["Referrer-Policy"] = "same-origin"  # a run's URL never sent to another site
         if not request.url.path.startswith("/api/"):
             # Pages and our scripts: asked again each time (a 304 while unchanged), so an upgrade is
             # seen at once. (uPlot's URLs name its content: cached for good.)

@@ -45,6 +45,7 @@ class Catalog:
         self._rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
         self._version = 0
         self._keys: tuple[int, list[str]] = (-1, [])  # the version they are of, the keys
+        self._projects: tuple[int, frozenset[str | None]] = (-1, frozenset())
         self._refreshed_from = -math.inf  # when the last refresh began
         self._lock = threading.Lock()
         self._table_lock = threading.Lock()
@@ -126,11 +127,14 @@ class Catalog:
                 )
             return list(self._keys[1])
 
-    def projects(self) -> set[str | None]:
-        """The projects the runs of the table are in (None: a run in none)."""
-        self.refresh(share=True)
+    def projects(self) -> frozenset[str | None]:
+        """The projects the runs of the table are in (None: a run in none): worked out once per
+        version of the table (a team member's every listing asks, ``reader.visible``)."""
+        version = self.refresh(share=True)
         with self._table_lock:
-            return {row["project"] for _, _, row in self._rows.values()}
+            if self._projects[0] != version:
+                self._projects = (version, frozenset(row["project"] for _, _, row in self._rows.values()))
+            return self._projects[1]
 
     def refresh(self, share: bool = False) -> int:
         """Bring the runs table up to date with the store, and return its version: a number that

@@ -51,5 +51,5 @@ class Visible:
     def scope(self) -> str:
         """A short name of what this reader sees (the projects it may read of those there are), so
         that answers kept for one person serve everyone who sees the same runs."""
-        shown = sorted(repr(p) for p in self.catalog.projects() if self.may_read(p))
+        shown = sorted(repr(p) for p in self.catalog.projects() if self.may_read(p))  # may_read: kept per pair
         return hashlib.sha256("\n".join(shown).encode()).hexdigest()[:16]

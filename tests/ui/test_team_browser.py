@@ -91,3 +91,45 @@ def test_a_member_signs_in_through_the_teams_identity_provider(tmp_path, server_
         assert r.status == 403  # ana reads, and edits nothing
     finally:
         provider.stop()
+
+
+def _signed_in(browser, base: str, token: str):
+    """A browser context of its own, signed in with ``token``; its confirm dialogs are accepted."""
+    context = browser.new_context(viewport={"width": 1024, "height": 800})
+    page = context.new_page()
+    page.on("dialog", lambda d: d.accept())
+    page.goto(f"{base}/signin")
+    page.fill("#token", token)
+    page.click('button[type="submit"]')
+    page.wait_for_url(f"{base}/")
+    return context, page
+
+
+def test_the_run_page_offers_each_member_the_changes_their_role_allows(tmp_path, server_factory, browser):
+    root, shown, hidden = _store(tmp_path)
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(TEAM)
+    tokens = Tokens(load_team(team_file).tokens)
+    server = server_factory(root, team=team_file)
+    offered = {}
+    for who in ("ana", "bo", "cy"):
+        context, page = _signed_in(browser, server.base, tokens.create(f"{who}@example.test", days=1)[1])
+        page.goto(f"{server.base}/run/{hidden}")
+        page.wait_for_selector("#edit[data-offered]", state="attached")
+        offered[who] = [b for b in ("edit", "delete") if page.is_visible(f"#{b}")]
+        if who == "bo":  # bo edits: a tag, a new name, a note
+            page.click("#edit")
+            page.fill("#edit-tags", "+reviewed")
+            page.fill("#edit-name", "launch-plan-reviewed")
+            page.fill("#edit-note", "looks fine")
+            page.click("#edit-form button[type=submit]")
+            page.wait_for_selector("#title:has-text('launch-plan-reviewed')")
+            page.wait_for_selector("#history li")
+            history = page.inner_text("#history")
+            assert "bo@example.test (127.0.0.1): name: launch-plan → launch-plan-reviewed; +reviewed; note: looks fine" in history
+        if who == "cy":  # cy deletes, after the browser's confirm
+            page.click("#delete")
+            page.wait_for_url(f"{server.base}/")
+            assert "launch-plan" not in _runs_shown(page)
+        context.close()
+    assert offered == {"ana": [], "bo": ["edit"], "cy": ["edit", "delete"]}

@@ -1,5 +1,6 @@
 import { followCheckpoints, showProduced } from "./produced.js";
 import { showSamples } from "./samples.js";
+import { offerEditing } from "./editing.js";
 import { addFamily, drawFamily, loadFamily, searchFamily, setCount } from "./many.js";
 import { addDistribution, drawDistribution, loadDistribution } from "./dist.js";
 import { api, breathe, bucketWidth, chartsReady, constantValue, fmtClock, dropChart, el, fetchSeries, fmtTime, lineChart, markDrawn, row, setLines, showFacts, stateWorded, summaryRows, unitOf, withUnit } from "./common.js";
@@ -304,6 +305,7 @@ function filterCharts() {
 async function renderHistory() {  // who renamed, tagged, noted or stopped the run, when and from where
   let history;
   try { history = await api(`/api/runs/${encodeURIComponent(runId)}/history`); } catch (e) { return; }
+  offerEditing(runId, run, history.may, readOnly);
   const items = history.entries.map(e => el("li",
     `${fmtTime(e.time)}  ${e.by}${e.origin ? ` (${e.origin})` : ""}: ${e.what}`));
   document.getElementById("history").replaceChildren(...items);

@@ -318,3 +318,22 @@ def test_a_team_file_that_is_wrong_says_where_in_one_line(tmp_path, text, proble
     with pytest.raises(ValueError, match=re.escape(problem)) as info:
         load_team(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+def test_editing_the_team_file_takes_effect_at_once_and_a_broken_edit_keeps_the_last_rules(
+    team_store, tmp_path
+):
+    root, _, shown, hidden, _ = team_store
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(TEAM)
+    tokens = Tokens(load_team(team_file).tokens)
+    ana = {"Authorization": f"Bearer {tokens.create('ana@example.test', days=1)[1]}"}
+    c = client(root, team_file)
+    assert c.get(f"/api/runs/{hidden}", headers=ana).status_code == 200
+    team_file.write_text(TEAM + '\n[[access]]\nprojects = "secret-*"\ndeny = ["ana@example.test"]\n')
+    assert c.get(f"/api/runs/{hidden}", headers=ana).status_code == 403  # taken away, no restart
+    assert hidden not in c.get("/api/runs", headers=ana).text
+    with pytest.warns(tunetrack.TunetrackWarning, match="the team file was not applied"):
+        team_file.write_text(TEAM + "\n[[access]]\nprojects = '*'\nread = ['@nobody']\n")
+        assert c.get(f"/api/runs/{hidden}", headers=ana).status_code == 403  # the last good rules
+    assert c.get(f"/api/runs/{shown}", headers=ana).status_code == 200

@@ -126,7 +126,10 @@ def test_the_run_page_offers_each_member_the_changes_their_role_allows(tmp_path,
             page.wait_for_selector("#title:has-text('launch-plan-reviewed')")
             page.wait_for_selector("#history li")
             history = page.inner_text("#history")
-            assert "bo@example.test (127.0.0.1): name: launch-plan → launch-plan-reviewed; +reviewed; note: looks fine" in history
+            assert (
+                "bo@example.test (127.0.0.1): name: launch-plan → launch-plan-reviewed; +reviewed; note: looks fine"
+                in history
+            )
         if who == "cy":  # cy deletes, after the browser's confirm
             page.click("#delete")
             page.wait_for_url(f"{server.base}/")

@@ -16,9 +16,12 @@ are never listed or opened, whatever the route. Changes ask ``allow`` for the ro
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
 from html import escape
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -27,7 +30,8 @@ from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from ..reader.visible import Visible
-from ..team.file import Team
+from .._warnings import warn_once
+from ..team.file import Team, load_team
 from ..team.roles import Role
 from ..team.tokens import Tokens
 from . import assets, oidc
@@ -51,6 +55,7 @@ def install(app: FastAPI, team: Team) -> None:
     from starlette.middleware.sessions import SessionMiddleware
 
     app.state.team = team
+    app.state.team_seen = _signature(team.path)
     app.state.tokens = Tokens(team.tokens)
     app.include_router(_signin_router(team))
     if team.oidc is not None:
@@ -75,8 +80,34 @@ def _begin(via: str, token_id: str | None = None) -> Callable[[Request, str], No
     return sign_in
 
 
+def _signature(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _roles_as_edited(app: FastAPI) -> None:
+    """The team file's groups and rules read again when it changed, so access is given and taken
+    away by editing it, with no restart (how people sign in is read at the start only). A file
+    edited into a mistake leaves the last good rules in force, with one warning that says why."""
+    team: Team = app.state.team
+    seen = _signature(team.path)
+    if seen is None or seen == app.state.team_seen:
+        return
+    app.state.team_seen = seen
+    try:
+        edited = load_team(team.path)
+    except ValueError as exc:
+        warn_once(f"team-file:{seen}", f"the team file was not applied, its last rules stay: {exc}")
+        return
+    app.state.team = replace(team, roles=edited.roles)
+
+
 async def _identify(request: Request, call_next: CallNext) -> Response:
     path = request.url.path
+    _roles_as_edited(request.app)
     try:
         person = _person(request)
     except Refused as exc:

@@ -21,16 +21,16 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from pathlib import Path
 from html import escape
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from ..reader.visible import Visible
 from .._warnings import warn_once
+from ..reader.visible import Visible
 from ..team.file import Team, load_team
 from ..team.roles import Role
 from ..team.tokens import Tokens

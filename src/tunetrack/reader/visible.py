@@ -9,11 +9,9 @@ never listed, and no key, name or id of one reaches them through a listing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Any
 
 from ..errors import NotVisible
-from ..metric_keys import LOSS_LIKE
 from .catalog import Catalog, Visibility
 from .run import Run
 
@@ -33,14 +31,9 @@ class Visible:
             raise NotVisible("you may not read this run: the team file gives you no role in its project")
         return run
 
-    def rows(
-        self,
-        project: str | None = None,
-        state: str | None = None,
-        keys: Sequence[str] = LOSS_LIKE,
-        **options: Any,
-    ) -> list[dict[str, Any]]:
-        return self.catalog.rows(project, state, keys, visible=self.may_read, **options)
+    def rows(self, *args: Any, **options: Any) -> list[dict[str, Any]]:
+        """``Catalog.rows``, of the runs this reader may see."""
+        return self.catalog.rows(*args, visible=self.may_read, **options)
 
     def keys(self) -> list[str]:
         return self.catalog.keys(self.may_read)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from test_report_cards import TOKEN, moe  # noqa: F401 - moe: the report's run, a fixture
+
 from conftest import ARTIFACTS, XSS
 from support.helpers import wait_until
 from tunetrack.ui.notebook import _front_end
@@ -148,3 +150,37 @@ def _serve(page, state) -> list[str]:
     )
     page.goto("http://panel.test/")
     return errors
+
+
+def test_the_panels_samples_colour_tokens_and_show_a_trajectory_as_turns(page, moe):
+    """The report's run (test_report_cards's ``moe``: tokens with their log-probabilities, one hostile,
+    and a trajectory rewarded per turn) in the panel: the completion's tokens on the colours of their
+    values, the trajectory as turns with its rewards, every user string as text."""
+    from tunetrack.reader import list_runs
+    from tunetrack.reader.as_text import samples_text
+    from tunetrack.ui.notebook import SAMPLE_CHARS, SAMPLE_ROWS
+
+    path, _ = moe
+    (run,) = list_runs(dir=path.parent / "runs")
+    state = {
+        "runs": [{"id": run.id, "name": run.name, "project": None, "state": "finished", "step": 50}],
+        "series": {},
+        "samples": [
+            {"run": run.id, "name": run.name, **samples_text(run, rows=SAMPLE_ROWS, chars=SAMPLE_CHARS)}
+        ],
+    }
+    errors = _serve(page, state)
+    wait_until(lambda: page.get_attribute("#root", "data-samples") == "3" or errors, timeout=20)
+    assert errors == []
+    first = page.locator(".tt-sample tbody tr").first
+    tokens = first.locator(".token-text .tok")
+    assert tokens.count() == 6 and tokens.nth(3).inner_text() == TOKEN  # a token as text
+    colours = {tokens.nth(i).evaluate("e => getComputedStyle(e).backgroundColor") for i in range(5)}
+    assert len(colours) >= 3  # coloured by their log-probabilities, not one flat colour
+    assert first.locator(".tok.no-value").count() == 1  # the NaN: no value, outlined
+    chat = first.locator("td.chat")
+    assert (
+        chat.locator("details.msg").count() == 3 and "0.5" in chat.locator(".reward-badge").first.inner_text()
+    )
+    assert page.dialogs == [] and page.query_selector("img") is None
+    page.screenshot(path=str(ARTIFACTS / "panel-tokens.png"))

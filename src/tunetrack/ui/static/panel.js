@@ -1,6 +1,9 @@
 import { NO_CHARTS, align, chartsLoaded, dropChart, el, lineChart, setLines } from "./common.js";
 import { drawnFamily } from "./many.js";
 import { drawnDistribution } from "./dist.js";
+import { sampleCell } from "./sampletext.js";
+
+const PANEL_CELLS = { number: "tt-num", text: "tt-text" };  // the panel's classes (panel.css)
 
 // The notebook panel's front end: an anywidget ES module, which ui/notebook.py makes one file of
 // (uPlot, then this with common.js inlined: the dashboard's charts, palette, point rule and alignment;
@@ -74,7 +77,7 @@ function render({ model, el: root }) {
       const body = table.appendChild(el("tbody"));
       for (const r of t.rows) {
         const tr = body.appendChild(el("tr"));
-        r.cells.forEach((text, i) => tr.appendChild(el("td", text, t.columns[i][1] === "number" ? "tt-num" : "tt-text")));
+        r.cells.forEach((text, i) => tr.appendChild(sampleCell(r, i, text, t.columns[i][1], PANEL_CELLS)));
       }
       return box;
     }));

@@ -1,7 +1,7 @@
 import { align, breathe, chartsReady, constantValue, el, fmtTime, lineChart, markDrawn, row, showFacts, stateBadge, summaryRows, unitOf, withUnit } from "./common.js";
 import { drawnFamily } from "./many.js";
 import { drawnDistribution } from "./dist.js";
-import { drawChat, tokenView } from "./sampletext.js";
+import { sampleCell } from "./sampletext.js";
 
 // The report's page (`tunetrack report`, GET /api/report): everything it shows comes from the JSON
 // block in the same file, and every string of it goes in as text (el, row). common.js (inlined into
@@ -88,24 +88,6 @@ function samples() {
       r.cells.forEach((text, i) => tr.appendChild(sampleCell(r, i, text, t.columns[i][1])));
     }
   }
-}
-// A cell of samples: its text; a conversation as turns (an agent's trajectory: tool calls with their
-// results, a reward per turn); the row's tokens coloured by a value per token (reader/tokens.py's
-// rich_cells: the first tokens, as many as a cell's characters).
-let tokenBy = null;  // the value per token last picked: the next view drawn is coloured by it too
-function sampleCell(r, i, text, type) {
-  const td = el("td", null, type === "number" ? "num" : "sample-text");
-  const chat = r.chats?.[String(i)];
-  if (chat) drawChat(chat, td, false);
-  else if (r.tokens && r.tokens.index === i) {
-    td.classList.add("token-cell");
-    const view = tokenView(r.tokens, tokenBy, by => { tokenBy = by; });
-    view.removeAttribute("id");  // ids the dashboard's one view has: a report has a view a row
-    view.querySelector("select").removeAttribute("id");
-    td.appendChild(view);
-    if (r.tokens.tokens.length < r.tokens.total) td.appendChild(el("p", `the first ${r.tokens.tokens.length.toLocaleString()} of ${r.tokens.total.toLocaleString()} tokens`, "muted"));
-  } else td.textContent = text;
-  return td;
 }
 // A family of keys as one card (the run page's, many.js), from the band and heatmap in the data; the
 // report holds the family's first and last key and how many, not every name.

@@ -189,3 +189,24 @@ function turn(m, i, count, results) {
   }
   return details;
 }
+
+// A table cell of a row of samples where a page holds many rows at once (the report, the notebook
+// panel): its text; a conversation as turns (an agent's trajectory: tool calls with their results, a
+// reward per turn); the row's tokens coloured by a value per token (reader/tokens.py's rich_cells:
+// the first tokens, as many as a cell's characters). `classes`: the page's own for a number's cell
+// and a text's.
+let tokenBy = null;  // the value per token last picked: the next view drawn is coloured by it too
+export function sampleCell(r, i, text, type, classes = { number: "num", text: "sample-text" }) {
+  const td = el("td", null, type === "number" ? classes.number : classes.text);
+  const chat = r.chats?.[String(i)];
+  if (chat) drawChat(chat, td, false);
+  else if (r.tokens && r.tokens.index === i) {
+    td.classList.add("token-cell");
+    const view = tokenView(r.tokens, tokenBy, by => { tokenBy = by; });
+    view.removeAttribute("id");  // ids the dashboard's one view has: these pages have a view a row
+    view.querySelector("select").removeAttribute("id");
+    td.appendChild(view);
+    if (r.tokens.tokens.length < r.tokens.total) td.appendChild(el("p", `the first ${r.tokens.tokens.length.toLocaleString()} of ${r.tokens.total.toLocaleString()} tokens`, "muted"));
+  } else td.textContent = text;
+  return td;
+}

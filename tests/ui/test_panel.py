@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from test_report_cards import TOKEN, moe  # noqa: F401 - moe: the report's run, a fixture
+from test_report_cards import TOKEN
+from test_report_cards import moe as moe  # the report's run, a fixture of this module too
 
 from conftest import ARTIFACTS, XSS
 from support.helpers import wait_until

@@ -10,9 +10,10 @@ Fields of a ``ROWS`` (or ``SYSTEM``) block beside ``m`` and ``x`` (``rows``):
   digest of the msgpack bytes of the list: a checksum of the names, not a counter, so a block is
   never read with another list (a reader checks the names it is given against the id);
 - ``m``: the names, only in a block that defines the list: the first block of a data file that uses
-  it, and the next one after ``REDEFINE_VALUES`` values were written under it, so a damaged
-  definition costs a bounded stretch of the file, and a reader that starts in the middle of a file
-  (a tail) finds a definition within about that many bytes before where it starts.
+  it, and the next one after ``REDEFINE_VALUES`` values (steps and times counted) were written under
+  it, about 32 MiB however wide the rows: a damaged definition costs a bounded stretch of the file,
+  and a reader that starts in the middle of a file (a tail) finds a definition within about that many
+  bytes before where it starts.
 
 A block without ``mi`` holds its own names (format 1, and format 2 for lists that are not shared).
 Definitions are per data file (one writing process): a resumed run's new process defines its lists
@@ -30,7 +31,8 @@ import msgpack
 
 #: the field of a block that names its key list by id
 MATRIX_REF = "mi"
-#: values written under a list after which its names are stored again (32 MiB of float64)
+#: values written under a list (a row's step and time count as two) after which its names are stored
+#: again: 32 MiB of 8-byte numbers
 REDEFINE_VALUES = 1 << 22
 #: key lists the writer remembers; one seen again after this many others is simply defined again
 SHARED_LISTS = 64

@@ -126,7 +126,7 @@ def encode_rows(
         if shared is None:
             record[MATRIX_KEYS] = first
         else:
-            record[MATRIX_REF], define = shared.ref(first, len(flat))
+            record[MATRIX_REF], define = shared.ref(first, len(flat) + 2 * n)  # with steps and times
             if define:
                 record[MATRIX_KEYS] = first
         return record

@@ -98,8 +98,21 @@ def test_system_config_and_event_records():
 
 
 def test_version_1_records_as_written_on_disk_still_decode():
-    """The field names are the on-disk format: a payload spelled out by hand, as version 1 writes it."""
-    assert codec.FORMAT_VERSION == 1
+    """The field names are the on-disk format: a payload spelled out by hand, as version 1 writes it
+    (version 2 writes the same, except that a float matrix may refer to its keys: test_codec_keys)."""
+    assert codec.FORMAT_VERSION == 2
+    matrix = {
+        "k": "r",
+        "n": 2,
+        "s": array("q", [1, 2]).tobytes(),
+        "t": array("d", [5.0, 6.0]).tobytes(),
+        "m": ["loss", "lr"],
+        "x": array("d", [0.5, 1e-3, 0.25, 2e-3]).tobytes(),
+        "c": {},
+    }
+    _, block = codec.unpack(msgpack.packb(matrix, use_bin_type=True))
+    assert block.matrix_ref is None and codec.resolve(block, codec.KeyLists())  # names its own keys
+    assert block.column("lr")[2].tolist() == [1e-3, 2e-3] and block.keys() == ["loss", "lr"]
     rows = {
         "k": "r",
         "n": 2,

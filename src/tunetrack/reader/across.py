@@ -221,7 +221,9 @@ def _sources(blocks: list[codec.Block], names: list[str]) -> list[_Source]:
     found = []
     seen: tuple[list[str], tuple[np.ndarray, np.ndarray | slice]] | None = None
     for block in blocks:
-        if seen is None or block.matrix_keys != seen[0]:  # a process's blocks share their keys: once
+        if seen is None or (
+            block.matrix_keys is not seen[0] and block.matrix_keys != seen[0]
+        ):  # a process's blocks share their keys: once
             seen = (block.matrix_keys, _matrix_places(block.matrix_keys, row_of))
         rows, columns = seen[1]
         others = [(row_of[k], k) for k in block.cols if k in row_of]

@@ -34,7 +34,7 @@ from .merge import History, apply_rewinds, as_of, branch_step, up_to, visible_la
 from .names import unknown
 from .processes import Process, latest_primary, listed_processes, run_state, speaker
 from .processes import processes as read_processes
-from .records import ProcessRecords, read_process
+from .records import ProcessRecords, newer, read_process
 from .samples import SampleTable, from_event
 from .series import Series, aggregate, py, series
 
@@ -214,7 +214,7 @@ class Run:
         if known is None or size < known.offset:  # first read, or the data was replaced: from the start
             known = self._read[proc.name] = read_process(self.folder, proc.name, proc.ended)
         elif size > known.offset:
-            known.extend(read_process(self.folder, proc.name, proc.ended, known.offset))
+            known.extend(read_process(self.folder, proc.name, proc.ended, known.offset, lists=known.lists))
         return known
 
     @property
@@ -225,6 +225,7 @@ class Run:
             return self._merged
 
     def _merge(self) -> ProcessRecords:
+        newer(self.id, self._run_json)
         merged = ProcessRecords()
         self._system_blocks = {}
         self._process_blocks = {}
@@ -377,7 +378,7 @@ class Run:
             seen: dict[str, None] = {}
             last: list[str] | None = None
             for block in records.blocks:
-                if block.cols or block.matrix_keys != last:  # a process's blocks of 10,240 keys: once
+                if block.cols or (block.matrix_keys is not last and block.matrix_keys != last):  # once a list
                     seen.update(dict.fromkeys(block.keys()))
                     last = block.matrix_keys
             self._keys = (records, seen)

@@ -34,15 +34,16 @@ class EndAccumulator:
         self._matrix_folds: dict[tuple[str, ...], aggregates.MatrixFold] = {}
         self._rewound = False
 
-    def rows(self, record: dict[str, Any], rows: codec.Rows) -> None:
+    def rows(self, record: dict[str, Any], rows: codec.Rows, keys: list[str] | None = None) -> None:
         """Fold a written block into each key's aggregates. The matrix of a block whose rows share
         their float keys is folded with NumPy, one fold per key list merged at the end, when NumPy is
         already loaded (every training process has it) or the rows are wide (``WIDE_ROWS`` keys: a
         Python loop per key would cost the training thread's share of the interpreter more than
         loading NumPy once); narrow rows in a process without NumPy are folded key by key, and the
-        writer does not load it for them."""
+        writer does not load it for them. ``keys``: the matrix's (``codec.matrix_keys``: a block may
+        refer to them)."""
         self.last_step = rows.steps[-1]
-        keys = record.get(codec.MATRIX_KEYS)
+        keys = keys if keys is not None else record.get(codec.MATRIX_KEYS)
         columns = codec.plain_columns(record)
         if keys and ("numpy" in sys.modules or len(keys) >= WIDE_ROWS):
             matrix = self._matrix_folds.get(tuple(keys))
@@ -50,7 +51,7 @@ class EndAccumulator:
                 matrix = self._matrix_folds[tuple(keys)] = aggregates.MatrixFold(keys)
             matrix.add(rows.steps, rows.times, record[codec.MATRIX])
         elif keys:
-            columns = itertools.chain(codec.matrix_columns(record), columns)
+            columns = itertools.chain(codec.matrix_columns(record, keys), columns)
         aggs = self._aggregates
         for key, steps, times, values in columns:
             new = aggregates.chunk(steps, times, values)

@@ -57,6 +57,9 @@ class OpenedRun:
     project: str | None
     dir: Path | str | None  # the run's folder (or URL); None without a store
     resumed: bool
+    #: the record format this process writes (``codec.FORMAT_VERSION``): a run re-attached to keeps
+    #: the version it was created with where that is older, so that what reads it reads all of it
+    format: int = codec.FORMAT_VERSION
 
 
 @dataclass
@@ -114,7 +117,7 @@ def _open_files(store: Store, opened: Opened, request: RunRequest) -> None:
         record[forks.FIELD] = request.fork
     if not store.create_run(run.id, {**record, "created": request.created, "format": codec.FORMAT_VERSION}):
         run.resumed = True
-        run.name, run.project = _existing(store, run.id, run.name, run.project)
+        run.name, run.project, run.format = _existing(store, run.id, run.name, run.project)
     elif request.id is not None:
         run.resumed = False
         if not request.new:
@@ -157,7 +160,7 @@ class JobJoin:
             return None
         opened = Opened(OpenedRun(run_id, run_id, request.project, store.run_dir(run_id), True))
         try:
-            opened.run.name, opened.run.project = _existing(store, run_id, run_id, None)
+            opened.run.name, opened.run.project, opened.run.format = _existing(store, run_id, run_id, None)
             opened.files = _open_process(store, opened.run, request)
             opened.store = store
         except OSError as exc:
@@ -187,10 +190,14 @@ def join_job(dir: str | os.PathLike[str], job: str, not_before: float, request: 
     return JobJoin(open_store(dir, request.upload_interval), job, not_before, request)
 
 
-def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None]:
-    """An existing run's name (as its edits left it) and project; ``name`` and ``project`` if the
-    store no longer shows the run (deleted between creating and reading it)."""
+def _existing(store: Store, run_id: str, name: str, project: str | None) -> tuple[str, str | None, int]:
+    """An existing run's name (as its edits left it), project, and the record format to write into it
+    (its own version where older than this one's: 1 for a run that records none); ``name``,
+    ``project`` and this version if the store no longer shows the run (deleted between creating and
+    reading it)."""
     folder = store.run(run_id)
-    run_json = (folder.run_json() if folder is not None else None) or {}
+    run_json = (folder.run_json() if folder is not None else None) or {"format": codec.FORMAT_VERSION}
     renamed = fold(run_json, folder.edits() if folder is not None else []).name
-    return renamed or name, run_json.get("project", project)
+    written = run_json.get("format")
+    version = written if isinstance(written, int) and not isinstance(written, bool) and written > 0 else 1
+    return renamed or name, run_json.get("project", project), min(version, codec.FORMAT_VERSION)

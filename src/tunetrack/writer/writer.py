@@ -103,6 +103,9 @@ class Writer(threading.Thread):
         self._pending_system = codec.Rows()
         #: the long strings this process's tables stored (each is stored once, then referred to)
         self._shared = codec.SharedStrings()
+        #: the key lists this process's data file named (format 2; None: a run of format 1, whose
+        #: blocks name their keys in every block)
+        self._keys: codec.SharedKeys | None = None
         self._ending = EndAccumulator()  # what the end record will say, folded as blocks are written
         self._last_write = self._last_fsync = self._last_beat = time.monotonic()
         self._last_rows = self._last_write  # when rows last came (a stalled rule's clock)
@@ -139,6 +142,7 @@ class Writer(threading.Thread):
 
     def _opened(self, opened: Opened, tags: list[str]) -> None:
         self._files, self._store = opened.files, opened.store
+        self._keys = codec.SharedKeys() if opened.run.format >= codec.KEYS_FORMAT else None
         if self.console_sink is not None and self._files is not None:
             self.console_sink(self._files.console_path)
         run = opened.run
@@ -264,15 +268,16 @@ class Writer(threading.Thread):
     def _write_rows(self) -> None:
         rows, self._pending = self._pending, codec.Rows()
         record = codec.encode_rows(
-            rows, convert=to_plain, on_drop=self._on_drop, last=self._ending.last_values
+            rows, convert=to_plain, on_drop=self._on_drop, last=self._ending.last_values, shared=self._keys
         )
-        self._ending.rows(record, rows)
+        keys = codec.matrix_keys(record, self._keys)
+        self._ending.rows(record, rows, keys)
         if not self._store_op(lambda f: f.append(codec.pack(record))) and self._run_dir is not None:
             self.counters.lost_rows += len(rows)
         self._fanout.rows("log", rows)  # first: whatever the checks below meet, the backends have the rows
         self._last_rows = time.monotonic()
         if self._watched:
-            columns = {k: c for k in self._watched if (c := codec.float_column(record, k)) is not None}
+            columns = {k: c for k in self._watched if (c := codec.float_column(record, k, keys)) is not None}
             if self.health is not None:
                 for problem in self.health.check(columns):
                     self._health_event(problem)
@@ -382,6 +387,8 @@ class Writer(threading.Thread):
             op(self._files)
             return True
         except OSError as exc:
+            if self._keys is not None:  # what was lost may define a key list: every list is defined again
+                self._keys.forget()
             warn_once(
                 f"{self._run_id}:store-write",
                 f"cannot write to {self._run_dir} ({exc.strerror or exc}); training goes on, "

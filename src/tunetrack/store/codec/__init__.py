@@ -4,10 +4,11 @@ envelope).
 
 A payload is a msgpack map whose ``k`` field names its kind (``kinds``); each kind is laid out, encoded
 and decoded in a module of its own: ``rows`` (``ROWS`` and ``SYSTEM``, blocks of logged and system
-rows), ``config`` (``CONFIG``), ``event`` (``EVENT``), ``console`` (``CONSOLE``, printed lines, in a
+rows, whose key lists a data file names once: ``keys``), ``config`` (``CONFIG``), ``event`` (``EVENT``), ``console`` (``CONSOLE``, printed lines, in a
 process's console file) and ``table`` (``TABLE``, a table of samples, with the strings stored once per
 process). This package is the one way in: ``codec.encode_rows``, ``codec.pack``, ``codec.unpack`` and
-the names each kind's module defines. A reader skips a kind it does not know (a newer writer's).
+the names each kind's module defines. A reader skips a kind it does not know (a newer writer's), and
+tells a run written in a newer format than ``FORMAT_VERSION`` (``kinds``) apart (``reader.run``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from . import config, console, event, rows, table
 from .config import CONFIG_DATA, ConfigRecord, encode_config
 from .console import BOTH, LINE_STREAMS, LINE_TEXTS, NOTE, STDERR, STDOUT, ConsoleRecord, encode_console
 from .event import EVENT_DATA, EVENT_KIND, EVENT_STEP, EventRecord, encode_event
+from .keys import MATRIX_REF, REDEFINE_VALUES, KeyLists, SharedKeys, list_id
 from .kinds import (
     BOOL,
     CONFIG,
@@ -30,6 +32,7 @@ from .kinds import (
     FLOAT,
     FORMAT_VERSION,
     INT,
+    KEYS_FORMAT,
     KIND,
     OBJECT,
     ROWS,
@@ -44,10 +47,13 @@ from .rows import (
     STEPS,
     Block,
     Rows,
+    define,
     encode_rows,
     float_column,
     matrix_columns,
+    matrix_keys,
     plain_columns,
+    resolve,
 )
 from .table import (
     BODY,
@@ -100,6 +106,20 @@ def unpack(
     return None if decode is None else (kind, decode(rec))
 
 
+def key_lists(payloads: Iterator[bytes], lists: KeyLists) -> None:
+    """Take every key list the payloads define into ``lists``, and nothing else (what a reader that
+    began in the middle of a file looks back for); a payload that does not decode is passed by (the
+    read that meets it as a record reports it)."""
+    for payload in payloads:
+        try:
+            rec = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+            found = rows.defined_list(rec) if isinstance(rec, dict) else None
+        except Exception:
+            continue
+        if found is not None:
+            lists.define(*found)
+
+
 def unpack_all(payloads: Iterator[bytes], on_corrupt: Callable[[], None]) -> Iterator[tuple[str, Any]]:
     """Decode each payload; one that does not decode is reported through ``on_corrupt`` and skipped."""
     for payload in payloads:
@@ -135,14 +155,17 @@ __all__ = [
     "IMAGE",
     "SEQUENCE",
     "INT",
+    "KEYS_FORMAT",
     "KIND",
     "LINE_STREAMS",
     "LINE_TEXTS",
     "MATRIX",
     "MATRIX_KEYS",
+    "MATRIX_REF",
     "MISSING_TEXT",
     "NOTE",
     "OBJECT",
+    "REDEFINE_VALUES",
     "ROWS",
     "SHARED_MEMORY",
     "SHARED_TEXT",
@@ -162,7 +185,9 @@ __all__ = [
     "ConfigRecord",
     "ConsoleRecord",
     "EventRecord",
+    "KeyLists",
     "Rows",
+    "SharedKeys",
     "SharedStrings",
     "StringIndex",
     "TableRecord",
@@ -171,10 +196,15 @@ __all__ = [
     "encode_event",
     "encode_rows",
     "encode_table",
+    "define",
     "float_column",
+    "key_lists",
+    "list_id",
     "matrix_columns",
+    "matrix_keys",
     "pack",
     "plain_columns",
+    "resolve",
     "unpack",
     "unpack_all",
 ]

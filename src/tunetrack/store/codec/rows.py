@@ -4,7 +4,9 @@ the same layout:
 - ``n``: the number of rows; ``s``: their steps (int64, little-endian bytes); ``t``: their unix
   times (float64 bytes);
 - when every row has the same string keys and only float values (what a training loop logs): ``m``,
-  the keys, and ``x``, one row-major float64 matrix of ``n × len(m)`` values; ``c`` is then empty;
+  the keys, and ``x``, one row-major float64 matrix of ``n × len(m)`` values; ``c`` is then empty.
+  From format 2 the writer names a list once per data file: a block then carries ``mi``, the list's
+  id, and ``m`` only where it defines the list (``keys``); a reader gives it its names (``resolve``);
 - otherwise ``c``: ``{key: [column kind, data, rows]}`` with one column per key. The column kind is
   ``"f"`` (float64 bytes), ``"i"`` (int64 bytes), ``"b"`` (one byte per bool) or ``"o"`` (a msgpack
   list of strings, None and mixed values); ``rows`` is None when the column covers every row, else
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from .kinds import BOOL, COUNT, FLOAT, INT, KIND, OBJECT, ROWS, TIMES
+from .keys import MATRIX_REF, KeyLists, SharedKeys
+from .kinds import BOOL, COUNT, FLOAT, INT, KIND, OBJECT, ROWS, SYSTEM, TIMES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,13 +92,16 @@ def encode_rows(
     convert: Callable[[Any], Any] | None = None,
     on_drop: Callable[[str, int], None] | None = None,
     last: dict[str, Any] | None = None,
+    shared: SharedKeys | None = None,
 ) -> dict[str, Any]:
     """One ``ROWS`` (or ``SYSTEM``) record for a batch of rows.
 
     The format holds floats, ints, bools, strings and None. A column holding anything else is passed
     through ``convert`` (the writer's ``values.to_plain``: NumPy scalars and tensor copies become
     numbers); whatever is still not storable is dropped and counted per key through ``on_drop``.
-    ``last``, if given, is updated with each key's last stored value.
+    ``last``, if given, is updated with each key's last stored value. ``shared``: the data file's key
+    lists (format 2): a float matrix then names its keys by their list's id (``keys``), defining the
+    list where the file has not (or not lately), and ``matrix_keys`` gives them back to the writer.
 
     The common case (every row has the same string keys and only float values, as a training loop
     logs) is one row-major float64 matrix built in a single C-level pass; anything else is stored
@@ -115,7 +121,15 @@ def encode_rows(
         flat = list(chain.from_iterable(map(dict.values, dicts)))
         if last is not None:
             last.update(dicts[-1])
-        return {**record, MATRIX_KEYS: first, MATRIX: struct.pack(f"<{len(flat)}d", *flat), COLUMNS: {}}
+        record[MATRIX] = struct.pack(f"<{len(flat)}d", *flat)
+        record[COLUMNS] = {}
+        if shared is None:
+            record[MATRIX_KEYS] = first
+        else:
+            record[MATRIX_REF], define = shared.ref(first, len(flat) + 2 * n)  # with steps and times
+            if define:
+                record[MATRIX_KEYS] = first
+        return record
     valss: Sequence[Any] = list(map(tuple, map(dict.values, dicts)))
     if uniform:
         groups: dict[tuple, list[int] | None] = {tuple(first): None}
@@ -150,12 +164,24 @@ def encode_rows(
     return {**record, COLUMNS: cols}
 
 
-def float_column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Sequence[float]] | None:
+def matrix_keys(record: dict[str, Any], shared: SharedKeys | None = None) -> list[str]:
+    """The keys of an encoded rows record's float matrix (none: ``[]``), named in it or, where it
+    refers to a list, by the writer's ``shared`` lists."""
+    keys = record.get(MATRIX_KEYS)
+    if keys is None and shared is not None and MATRIX_REF in record:
+        keys = shared.names(record[MATRIX_REF])
+    return keys or []
+
+
+def float_column(
+    record: dict[str, Any], key: str, keys: list[str] | None = None
+) -> tuple[Sequence[int], Sequence[float]] | None:
     """(steps, float values) of one numeric key of an encoded rows record, or None; pure Python, for
-    the writer's health checks (which must not load NumPy)."""
+    the writer's health checks (which must not load NumPy). ``keys``: its matrix's (``matrix_keys``),
+    where the record refers to them."""
     steps = array("q")
     steps.frombytes(record[STEPS])
-    matrix_keys = record.get(MATRIX_KEYS) or []
+    matrix_keys = keys if keys is not None else record.get(MATRIX_KEYS) or []
     if key in matrix_keys:
         matrix = array("d")
         matrix.frombytes(record[MATRIX])
@@ -177,11 +203,12 @@ def float_column(record: dict[str, Any], key: str) -> tuple[Sequence[int], Seque
 
 
 def matrix_columns(
-    record: dict[str, Any],
+    record: dict[str, Any], keys: list[str] | None = None
 ) -> Iterator[tuple[str, Sequence[int], Sequence[float], Sequence[float]]]:
-    """(key, steps, times, values) of each key of an encoded rows record's float matrix, as ``array``
-    slices, in pure Python (the writer's fold where NumPy is not loaded)."""
-    matrix_keys = record.get(MATRIX_KEYS) or []
+    """(key, steps, times, values) of each key of an encoded rows record's float matrix (``keys``, where
+    the record refers to them), as ``array`` slices, in pure Python (the writer's fold where NumPy is
+    not loaded)."""
+    matrix_keys = keys if keys is not None else record.get(MATRIX_KEYS) or []
     if not matrix_keys:
         return
     steps = array("q")
@@ -225,7 +252,8 @@ def plain_columns(
 # == decoding ===================================================================================
 @dataclass
 class Block:
-    """A decoded rows block. ``visible``: the rows a reader keeps (after rewinds); None keeps all."""
+    """A decoded rows block. ``visible``: the rows a reader keeps (after rewinds); None keeps all.
+    ``matrix_ref``: the id of the key list it refers to (format 2), its names given by ``resolve``."""
 
     steps: np.ndarray
     times: np.ndarray
@@ -233,6 +261,7 @@ class Block:
     matrix_keys: list[str] = field(default_factory=list)
     matrix: bytes = b""
     visible: np.ndarray | None = None
+    matrix_ref: int | None = None
     #: each matrix key's column (made when first asked: a row of 10,000 keys is not searched per key)
     _columns: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
@@ -302,4 +331,35 @@ def decode(rec: dict[str, Any]) -> Block:
 
     steps = np.frombuffer(rec[STEPS], dtype=np.int64)
     times = np.frombuffer(rec[TIMES], dtype=np.float64)
-    return Block(steps, times, rec[COLUMNS], rec.get(MATRIX_KEYS, []), rec.get(MATRIX, b""))
+    keys = rec.get(MATRIX_KEYS, [])
+    return Block(steps, times, rec[COLUMNS], keys, rec.get(MATRIX, b""), matrix_ref=rec.get(MATRIX_REF))
+
+
+def resolve(block: Block, lists: KeyLists) -> bool:
+    """Give a block that refers to a key list its names, from the lists its data file defined
+    (``lists``: the definitions met so far, the block's own among them once ``define`` took it; a
+    reader takes every definition of what it read before resolving, so a block after a damaged
+    definition finds the next one). False where the list is unknown, or the names the block carries
+    are not the list its id names: such a block must never be read (with another list's names)."""
+    if block.matrix_ref is None:
+        return True
+    found = lists.get(block.matrix_ref)
+    if found is None or (
+        block.matrix_keys and block.matrix_keys is not found[0] and block.matrix_keys != found[0]
+    ):
+        return False
+    block.matrix_keys, block._columns = found
+    return True
+
+
+def define(block: Block, lists: KeyLists) -> None:
+    """Take the definition of a key list a block carries, if it does (checked against its id)."""
+    if block.matrix_ref is not None and block.matrix_keys:
+        lists.define(block.matrix_ref, block.matrix_keys)
+
+
+def defined_list(rec: dict[str, Any]) -> tuple[Any, Any] | None:
+    """``(id, names)`` of the key list an unpacked record defines, or None."""
+    if rec.get(KIND) in (ROWS, SYSTEM) and MATRIX_REF in rec and rec.get(MATRIX_KEYS):
+        return rec[MATRIX_REF], rec[MATRIX_KEYS]
+    return None

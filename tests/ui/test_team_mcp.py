@@ -132,8 +132,11 @@ def test_a_member_denied_a_project_sees_no_trace_of_it(team_server):
     for (error, text), (tool, _) in zip(_answers(server, texts["dee"], naming), naming):
         assert error and "you may not read this run" in text, (tool, text)
         assert "\n" not in text and "secret-x" not in text and "launch-plan" not in text
-    ((error, text),) = _answers(server, texts["dee"], [("get_lineage", {"ref": "ds-hidden"})])
-    assert error and "ds-hidden" in text and "secret" not in text  # as if there were no such artifact
+    # a ref that names no run: "did you mean" offers only the runs they may read
+    lookups = [("get_lineage", {"ref": "ds-hidden"}), ("get_run", {"run": "launch-pla"})]
+    for error, text in _answers(server, texts["dee"], lookups):
+        assert error and "launch-plan" not in text and "secret" not in text and hidden not in text, text
+    assert "did you mean launch-plan" in _answers(server, texts["ana"], lookups[1:])[0][1]
     assert "mine" not in open_run(hidden, dir=team_server[1]).tags
 
 

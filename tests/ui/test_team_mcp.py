@@ -195,3 +195,22 @@ def test_nobody_without_a_valid_token_gets_in(team_server):
         headers={**headers, "Authorization": f"Bearer {texts['ana']}", "Origin": "http://evil.test"},
     )
     assert r.status_code == 403
+
+
+def test_without_the_sdk_the_dashboard_serves_and_mcp_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    from fastapi.testclient import TestClient
+
+    from tunetrack.ui.app import create_app
+
+    monkeypatch.setitem(sys.modules, "mcp.server.mcpserver", None)  # as if the SDK were not there
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(TEAM)
+    team = load_team(team_file)
+    _, text = Tokens(team.tokens).create("ana@example.test", days=1)
+    c = TestClient(create_app(tmp_path / "runs", team=team))
+    auth = {"Authorization": f"Bearer {text}"}
+    assert c.get("/api/runs", headers=auth).status_code == 200
+    r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=auth)
+    assert r.status_code == 501 and "pip install 'tunetrack[mcp]'" in r.json()["detail"]

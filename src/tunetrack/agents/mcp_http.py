@@ -34,11 +34,11 @@ from .mcp_server import (
     Dir,
     Tools,
     _answering,
-    _server_class,
     _tool_error,
     dumps,
 )
 
+INSTALL = "a team's dashboard serves MCP with the MCP SDK 2 or later: pip install 'tunetrack[mcp]' 'mcp>=2'"
 #: what the server adds to ``mcp_server.INSTRUCTIONS`` on a team's dashboard
 TEAM_NOTE = (
     " On this team's server you see the runs of the projects you may read, and tag_run, note_run and "
@@ -139,16 +139,6 @@ class MemberTools(Tools):
 ToolsFor = Callable[[Any], Tools]
 
 
-def _context_class() -> type:
-    """The SDK's ``Context``, which a tool asks for by annotating a parameter with it."""
-    try:
-        from mcp.server.mcpserver import Context
-    except ImportError:
-        from mcp.server.fastmcp import Context
-    context: type = Context
-    return context
-
-
 def _per_call(name: str, tools_for: ToolsFor, context: type, error: type[Exception]) -> Callable[..., str]:
     """The tool ``name`` as the SDK registers it: ``Tools.<name>``'s parameters (so the schema an agent
     reads is the stdio server's) and one more, ``ctx``, that the SDK fills with the call's context;
@@ -173,10 +163,15 @@ def _per_call(name: str, tools_for: ToolsFor, context: type, error: type[Excepti
 
 def http_server(tools_for: ToolsFor, names: list[str]) -> Any:
     """The MCP server with the tools ``names`` registered, each answered by ``tools_for`` its call's
-    request (JSON text only, as ``mcp_server.server``)."""
-    cls = _server_class()
-    app = cls("tunetrack", instructions=INSTRUCTIONS + TEAM_NOTE, log_level="ERROR")
-    context, error = _context_class(), _tool_error()
+    request (JSON text only, as ``mcp_server.server``). Needs mcp 2 (``MCPServer``): it is the SDK this
+    was made against (the context of a call, a stateless server given its settings per app); with an
+    older one ``ImportError`` says so."""
+    try:
+        from mcp.server.mcpserver import Context, MCPServer
+    except ImportError:
+        raise ImportError(INSTALL) from None
+    app = MCPServer("tunetrack", instructions=INSTRUCTIONS + TEAM_NOTE, log_level="ERROR")
+    context, error = Context, _tool_error()
     for name in names:
         app.add_tool(_per_call(name, tools_for, context, error), name=name, structured_output=False)
     return app

@@ -8,8 +8,8 @@ view of the store. Edits are offered unless the dashboard is read-only, and each
 in the run's project, as the run page's own edits do. A request sent by another site's page (its
 ``Origin`` is not this server) is refused, as the dashboard's changes are.
 
-The MCP SDK is an extra (``tunetrack[mcp]``): without it ``/mcp`` answers 501 saying how to install it,
-and the dashboard is served as ever.
+The MCP SDK is an extra (``tunetrack[mcp]``, version 2 here): without it ``/mcp`` answers 501 saying
+what to install, and the dashboard is served as ever.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from ..team.file import Team
 from ..team.roles import Role
 
 PATH = "/mcp"
-INSTALL = "this dashboard's MCP server needs the MCP SDK: pip install 'tunetrack[mcp]'"
 
 
 class _Door:
@@ -73,8 +72,8 @@ def install(app: FastAPI, team: Team) -> None:
     try:
         server = http_server(tools_for, Tools(app.state.root, edits, catalog=app.state.catalog).names())
         serve, running = asgi(server)
-    except ImportError:
-        app.router.routes.append(Route(PATH, JSONResponse({"detail": INSTALL}, status_code=501)))
+    except ImportError as exc:  # no MCP SDK, or one too old: say what to install
+        app.router.routes.append(Route(PATH, JSONResponse({"detail": str(exc)}, status_code=501)))
         return
     app.router.routes.append(Route(PATH, _Door(serve)))
     before = app.router.lifespan_context

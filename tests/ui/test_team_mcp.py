@@ -214,3 +214,22 @@ def test_without_the_sdk_the_dashboard_serves_and_mcp_says_what_to_install(tmp_p
     assert c.get("/api/runs", headers=auth).status_code == 200
     r = c.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=auth)
     assert r.status_code == 501 and "pip install 'tunetrack[mcp]'" in r.json()["detail"]
+
+
+def test_a_read_only_dashboard_offers_no_edits(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from tunetrack.ui.app import create_app
+
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(TEAM)
+    team = load_team(team_file)
+    _, text = Tokens(team.tokens).create("bo@example.test", days=1)
+    headers = {"Authorization": f"Bearer {text}", "Accept": "application/json, text/event-stream"}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    for read_only in (False, True):
+        with TestClient(create_app(tmp_path / "runs", read_only=read_only, team=team)) as c:  # its lifespan
+            r = c.post("/mcp", json=body, headers=headers)
+            assert r.status_code == 200, r.text
+            names = {t["name"] for t in r.json()["result"]["tools"]}
+            assert ("tag_run" in names) is not read_only and "list_runs" in names

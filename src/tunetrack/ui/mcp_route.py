@@ -25,6 +25,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..agents.mcp_http import MemberTools, asgi, http_server
+from ..agents.mcp_server import Tools
 from ..team.file import Team
 from ..team.roles import Role
 
@@ -52,9 +54,6 @@ class _Door:
 def install(app: FastAPI, team: Team) -> None:
     """Route ``/mcp`` of ``app`` (a team's dashboard, its ``state`` set up) to the MCP server, and run
     the server's session manager for as long as the app runs (its lifespan)."""
-    from ..agents.mcp_http import MemberTools, asgi, http_server
-    from ..agents.mcp_server import Tools
-
     edits = not app.state.read_only
 
     def tools_for(request: Any) -> MemberTools:

@@ -284,7 +284,8 @@ def ui(session: nox.Session) -> None:
     # the sign-in tests' identity provider: oidc-provider in Node (tests/ui/idp, npm ci by the tests)
     _apt(session, "nodejs", "/usr/bin/node")
     _apt(session, "npm", "/usr/bin/npm")
-    session.install("-e", ".[test,ui,team]", "playwright", "httpx")  # no torch: the dashboard never needs it
+    # mcp and query: a team's dashboard serves the MCP server at /mcp, its query tool in DuckDB
+    session.install("-e", ".[test,ui,team,mcp,query]", "playwright", "httpx")  # no torch: never needed
     _pytest(session, "ui", "tests/ui")
 
 

@@ -8,7 +8,8 @@ two modules import each other (directly or round a loop).
     cli/, ui/                 -> manage  -> reader, store   (edit, delete and copy runs; the
                                                              dashboard's Stop button)
     cli/                      -> sql     -> reader          (SQL over a store, in DuckDB)
-    cli/                      -> agents  -> sql, reader, manage  (the MCP server)
+    cli/, ui/                 -> agents  -> sql, reader, manage  (the MCP server; over HTTP at
+                                                                 a team's dashboard's /mcp)
 
 Beside the layers sit ``backends/`` (called by the writer, given to the tracker), ``system/``
 (sampled for the tracker) and ``monitoring/`` (health checks on the writer thread, alerts). The core
@@ -52,7 +53,8 @@ ALLOWED: dict[str, set[str]] = {
     "agents": {"reader", "manage", "sql"},  # the MCP server: read, SQL, and (when allowed) tag and note
     "sql": {"reader"},  # SQL over a store (DuckDB), its tables built from the read API
     # manage: the Stop button asks a run to stop, as `tunetrack stop`; team: a team's dashboard
-    "ui": {"reader", "manage", "team"},
+    # agents: a team's dashboard serves the MCP server at /mcp, as each person may use it
+    "ui": {"reader", "manage", "team", "agents"},
     "team": set(),  # a team file's roles and personal tokens: pure logic over two local files
     "tui": {"reader"},  # the terminal view
     "tracker": {"writer", "system", "backends", "monitoring"},

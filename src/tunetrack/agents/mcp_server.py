@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import aggregates, metric_keys
 from ..edits import author
-from ..errors import TunetrackError, one_line
+from ..errors import NotVisible, TunetrackError, one_line
 from ..reader import Catalog, chart_points, differing, list_runs, present, sweeps
 from ..reader.across import matching
 from ..reader.as_text import last_lines, overview, samples_listed, short
@@ -53,6 +53,8 @@ STEPS_LISTED = 50
 INSTALL = "tunetrack mcp needs the MCP SDK: pip install 'tunetrack[mcp]'"
 #: a text longer than this is cut (``full=True`` gives it whole)
 TEXT_WIDTH = 200
+#: what ``list_artifacts`` says of each artifact's latest version
+ARTIFACT_FIELDS = ("spec", "kind", "aliases", "bytes", "reference", "run", "used_by", "digest")
 
 Dir = str | os.PathLike[str] | None
 
@@ -102,11 +104,19 @@ def _regex(grep: str | None) -> None:
 class Tools:
     """The tools, as plain methods returning JSON text (tested without a server, served by ``serve``)."""
 
-    def __init__(self, dir: Dir = None, allow_edits: bool = False) -> None:
+    def __init__(
+        self,
+        dir: Dir = None,
+        allow_edits: bool = False,
+        catalog: Catalog | None = None,
+        configs: sweeps.Configs | None = None,
+    ) -> None:
+        """``catalog`` and ``configs``: a long-lived server's own (a team's dashboard hands each call
+        its person's view of the dashboard's, ``mcp_http``); by default new ones over ``dir``."""
         self.dir = dir
         self.allow_edits = allow_edits
-        self.catalog = Catalog(dir)
-        self.configs = sweeps.Configs()  # each run's config, read once (the where language's)
+        self.catalog = catalog if catalog is not None else Catalog(dir)
+        self.configs = configs if configs is not None else sweeps.Configs()  # each run's config, read once
 
     def list_projects(self) -> str:
         """The projects in the store: how many runs each has, by state, and when the latest started."""
@@ -371,7 +381,7 @@ class Tools:
 
         if (run is None) == (project is None):
             raise ValueError("name a run, or a project (not both)")
-        runs = [self.catalog.open(run)] if run is not None else list_runs(dir=self.dir, project=project)
+        runs = [self.catalog.open(run)] if run is not None else self._project_runs(project)
         found = [c for r in runs for c in r.checkpoints()]
         chosen = None
         if best is not None and found:
@@ -388,14 +398,17 @@ class Tools:
         ]
         return dumps({"checkpoints": out, "best": None if chosen is None else f"{chosen.run}@{chosen.step}"})
 
+    def _project_runs(self, project: str | None) -> list[Any]:
+        """The runs of ``project`` whose checkpoints ``get_checkpoints`` lists."""
+        return list_runs(dir=self.dir, project=project)
+
     def list_artifacts(self, kind: str | None = None) -> str:
         """The store's artifacts (data sets, base models, tokenizers the adapters recorded as inputs,
         and what runs logged): each one's latest version, kind, aliases, size, the run that made it and
         the runs that used it."""
         from ..reader.artifacts import latest_versions
 
-        keep = ("spec", "kind", "aliases", "bytes", "reference", "run", "used_by", "digest")
-        return dumps([{k: v.as_dict()[k] for k in keep} for v in latest_versions(self.dir, kind)])
+        return dumps([{k: v.as_dict()[k] for k in ARTIFACT_FIELDS} for v in latest_versions(self.dir, kind)])
 
     def get_lineage(self, ref: str) -> str:
         """What a run, a checkpoint (``RUN@STEP``) or an artifact (``name``, ``name:v2``,
@@ -412,11 +425,15 @@ class Tools:
         it), texts with their control characters written out."""
         from ..sql import run_sql
 
-        table = run_sql(sql, self.dir)
+        table = run_sql(sql, self.dir, tables=self._tables())
         rows = _written_out(table.slice(0, max(int(limit), 0)).to_pylist())
         return dumps(
             {"columns": table.column_names, "rows": rows, "row_count": table.num_rows, "shown": len(rows)}
         )
+
+    def _tables(self) -> Any:
+        """The tables ``query`` reads (None: every run's, ``sql.engine.Tables``)."""
+        return None
 
     def tag_run(self, run: str, add: list[str] | None = None, remove: list[str] | None = None) -> str:
         """Add and remove tags of a run (an edit recorded beside the run; its data is never changed)."""
@@ -534,7 +551,7 @@ def _answering(fn: Callable[..., str], error: type[Exception]) -> Callable[..., 
     def tool(*args: Any, **kwargs: Any) -> str:
         try:
             return fn(*args, **kwargs)
-        except (TunetrackError, ValueError, ImportError, OSError) as exc:
+        except (TunetrackError, NotVisible, ValueError, ImportError, OSError) as exc:
             raise error(one_line(exc)) from None
 
     return tool

@@ -98,7 +98,9 @@ def watch_command(
     type=click.Path(dir_okay=False, exists=True),
     default=None,
     help="Serve a team: a TOML file of who may read, edit and delete which projects, and how people "
-    "sign in (personal tokens: tunetrack token; OpenID Connect; a trusted proxy's header). See docs/team.md.",
+    "sign in (personal tokens: tunetrack token; OpenID Connect; a trusted proxy's header). See docs/team.md. "
+    "Agents connect to /mcp (MCP over Streamable HTTP) with a personal token and see and change what its "
+    "person may: see docs/agents.md.",
 )
 @friendly
 def ui_command(
@@ -109,7 +111,8 @@ def ui_command(
     Its changes to the store are the run page's Stop button (a live run asked to stop, as `tunetrack
     stop` asks) and its name, tags and notes; --read-only turns them off. With --team, each person
     signs in and sees and changes only what the team file lets them; every change is recorded
-    (tunetrack audit).
+    (tunetrack audit). Agents come in at /mcp with a personal token (Authorization: Bearer): the MCP
+    tools of tunetrack mcp, answered as that person.
     """
     try:
         import uvicorn

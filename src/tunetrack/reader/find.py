@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
@@ -100,13 +100,19 @@ def find_run(store: Store, ref: str) -> Run:
     """A run of ``store`` by id, unique name, or unique id prefix (in that order)."""
     if not ref:
         raise RunNotFound("an empty string names no run")
-    found = named(store, ref)
+    return only(store, ref, named(store, ref), lambda: [r.name for r in all_runs(store)])
+
+
+def only(store: Store, ref: str, found: Sequence[Run], names: Callable[[], Sequence[str]]) -> Run:
+    """The one run of ``found`` (the runs ``ref`` names), else the error that says why: the runs it
+    matches, or the closest of ``names`` (the runs' names, only asked for then). A reader that sees
+    only some runs (``visible``) passes only those, so no error names another."""
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        names = ", ".join(f"{r.id} ({r.name})" for r in found[:10])
-        raise AmbiguousRun(f"{ref!r} matches {len(found)} runs: {names}")
-    close = closest(ref, [r.name for r in all_runs(store)])
+        listed = ", ".join(f"{r.id} ({r.name})" for r in found[:10])
+        raise AmbiguousRun(f"{ref!r} matches {len(found)} runs: {listed}")
+    close = closest(ref, names())
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     raise RunNotFound(f"no run {ref!r} in {store}{hint}")
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import NotVisible
 from .catalog import Catalog, Visibility
+from .find import named, only
 from .run import Run
 
 
@@ -25,11 +26,18 @@ class Visible:
         self.store = catalog.store
 
     def open(self, ref: str) -> Run:
-        run = self.catalog.open(ref)
-        if not self.may_read(run.project):
-            # not even its project's name: that too is what the person may not read
+        """The run ``ref`` names among those this reader sees: a name or id prefix that a hidden run
+        shares names the visible one, and the errors (no such run, did you mean, several match) name
+        visible runs only. A ref that only hidden runs answer to is refused, not even with its
+        project's name: that too is what the person may not read."""
+        if not ref:
+            return self.catalog.open(ref)  # the error an empty ref gets
+        found = named(self.store, ref)
+        shown = [run for run in found if self.may_read(run.project)]
+        if found and not shown:
             raise NotVisible("you may not read this run: the team file gives you no role in its project")
-        return run
+        run = only(self.store, ref, shown, lambda: [row["name"] for row in self.rows(keys=())])
+        return self.catalog.open(run.id)
 
     def rows(self, *args: Any, **options: Any) -> list[dict[str, Any]]:
         """``Catalog.rows``, of the runs this reader may see."""

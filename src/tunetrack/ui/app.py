@@ -65,6 +65,10 @@ def create_app(
     app.state.configs = Configs()  # each run's config, read once (a sweep's groups and axes)
     app.state.root = root  # the artifacts beside the runs are read from it (``routes.produced``)
     app.state.lineages = produced.Lineages()  # the store's lineage graph, built once per version
+    if team is not None:
+        from . import mcp_route
+
+        mcp_route.install(app, team)  # its agents: the MCP server at /mcp, as each person may use it
     for topic in (
         runs,
         distributions,

@@ -5,8 +5,8 @@ Every request is someone before any route runs, or it gets no further: a persona
 (``Authorization: Bearer``, for scripts and agents), the identity header of a reverse proxy the team
 file trusts (oauth2-proxy), or a signed session cookie begun by signing in (a token pasted into the
 sign-in form, or the team's identity provider by OpenID Connect, ``ui.oidc``). A request with none is
-sent to ``/signin`` (a page) or answered 401 (the API); an identity header from an address the team
-file does not trust is refused outright. A token is never put in a URL, and a session begun with a
+sent to ``/signin`` (a page) or answered 401 (the API, and agents at ``/mcp``: ``ui.mcp_route``); an
+identity header from an address the team file does not trust is refused outright. A token is never put in a URL, and a session begun with a
 token ends when it is revoked or expires.
 
 The request then reads through ``reader.visible.Visible``: runs of projects the person may not read
@@ -115,7 +115,7 @@ async def _identify(request: Request, call_next: CallNext) -> Response:
     if person is None:
         if path.startswith(PUBLIC):
             return await call_next(request)
-        if request.method == "GET" and not path.startswith("/api/") and path != "/openapi.json":
+        if request.method == "GET" and not path.startswith(("/api/", "/mcp")) and path != "/openapi.json":
             target = path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/signin?{urlencode({'next': target})}", status_code=303)
         return JSONResponse({"detail": "sign in first: a personal token, or /signin"}, status_code=401)

@@ -68,7 +68,7 @@ def create_app(
     if team is not None:
         from . import mcp_route
 
-        mcp_route.install(app, team)  # its agents: the MCP server at /mcp, as each person may use it
+        mcp_route.install(app)  # its agents: the MCP server at /mcp, as each person may use it
     for topic in (
         runs,
         distributions,

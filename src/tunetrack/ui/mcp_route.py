@@ -27,7 +27,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..agents.mcp_http import MemberTools, asgi, http_server
 from ..agents.mcp_server import Tools
-from ..team.file import Team
 from ..team.roles import Role
 
 PATH = "/mcp"
@@ -51,7 +50,7 @@ class _Door:
         await self.serve(scope, receive, send)
 
 
-def install(app: FastAPI, team: Team) -> None:
+def install(app: FastAPI) -> None:
     """Route ``/mcp`` of ``app`` (a team's dashboard, its ``state`` set up) to the MCP server, and run
     the server's session manager for as long as the app runs (its lifespan)."""
     edits = not app.state.read_only
@@ -62,7 +61,8 @@ def install(app: FastAPI, team: Team) -> None:
             app.state.root,
             request.state.catalog,
             app.state.configs,
-            lambda project: team.roles.may(person, Role.EDIT, project),
+            # the team file as now edited (``ui.team`` applies edits to it without a restart)
+            lambda project: request.app.state.team.roles.may(person, Role.EDIT, project),
             person,
             request.state.origin,
             allow_edits=edits,

@@ -337,3 +337,31 @@ def test_editing_the_team_file_takes_effect_at_once_and_a_broken_edit_keeps_the_
         team_file.write_text(TEAM + "\n[[access]]\nprojects = '*'\nread = ['@nobody']\n")
         assert c.get(f"/api/runs/{hidden}", headers=ana).status_code == 403  # the last good rules
     assert c.get(f"/api/runs/{shown}", headers=ana).status_code == 200
+
+
+def test_a_fork_into_a_project_a_member_may_not_read_is_not_named_on_its_parents_pages(tmp_path):
+    """A vision run forked into the secret project: dee, who may read vision only, reads the parent,
+    and neither its page, its report, the runs table nor the MCP server's overview names the fork.
+    (A fork's own parent stays in its record: its history up to the branch is the fork's data.)"""
+    root = tmp_path / "runs"
+    parent = _run(root, "cat-classifier", "vision", tmp_path)
+    with Tracker(
+        dir=root, name="launch-plan", project="secret-x", fork_from=f"{parent}@3", system=False
+    ) as t:
+        t.log({"train/loss": 0.1}, step=4)
+    team_file = tmp_path / "team.toml"
+    team_file.write_text(TEAM)
+    tokens = Tokens(load_team(team_file).tokens)
+    dee = {"Authorization": f"Bearer {tokens.create('dee@example.test', days=1)[1]}"}
+    ana = {"Authorization": f"Bearer {tokens.create('ana@example.test', days=1)[1]}"}
+    c = client(root, team_file)
+    for url in (
+        f"/api/runs/{parent}",
+        f"/api/runs/{parent}?fold=1",
+        "/api/runs",
+        f"/api/report?run={parent}",
+    ):
+        r = c.get(url, headers=dee)
+        assert r.status_code == 200 and t.id not in r.text and "launch-plan" not in r.text, url
+    facts = dict(c.get(f"/api/runs/{parent}", headers=ana).json()["overview"]["facts"])
+    assert facts["forks"].startswith(f"{t.id}@3")  # ana reads both: the fork is named

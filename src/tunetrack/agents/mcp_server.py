@@ -178,7 +178,7 @@ class Tools:
         shown = events if full else events[-10:]
         return dumps(
             {
-                "overview": {label: _cut(text, full) for label, text in overview(r)},
+                "overview": {label: _cut(text, full) for label, text in overview(r, self._hidden())},
                 "failure": r.failure,
                 "error": r.cause,
                 "traceback": visible(r.error) if full and r.error else None,
@@ -459,6 +459,10 @@ class Tools:
         # who asked says it was an agent: a person reading the run's state knows whom to ask why
         r = stop_run(run, reason, dir=self.dir, by=f"{author()} (mcp)")
         return dumps({"id": r.id, "name": r.name, "state": r.state, "stop": r.stop_request})
+
+    def _hidden(self) -> Callable[[str], bool] | None:
+        """The runs (by id) a team member may not see, of which a fork says nothing (``reader.visible``)."""
+        return getattr(self.catalog, "hides", None)
 
     def names(self) -> list[str]:
         """The tools served: the edits only when allowed."""

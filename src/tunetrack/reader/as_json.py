@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..metric_keys import main_loss
@@ -17,6 +17,7 @@ def run_json(
     last_keys: Sequence[str] | None = None,
     detail: bool = False,
     summary: dict[str, dict[str, Any]] | None = None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """Identity, state (with the known failure a run that did not finish ended in, ``CUDA error on
     rank 0``, and its cause in one line: ``Run.failure``, ``Run.cause``), times, hosts and the last
@@ -26,7 +27,10 @@ def run_json(
     last, min, max, best and its step per key) that too; with ``detail`` also the error,
     the metadata of every process, where and how the run ran (``provenance``), what it could not
     keep (``Run.counters``), the config, the events and the runs forked from it (``forks``: id, name,
-    step). ``fork``: where a fork branched (``Run.fork``: the parent's id and the step), else None."""
+    step). ``fork``: where a fork branched (``Run.fork``: the parent's id and the step), else None.
+    ``hidden``: the runs (by id) the reader may not see (a team member's, ``reader.visible``): the
+    forks made of this run into such runs are not listed. (Its own parent is part of a fork's record,
+    as its history up to the branch is part of its data: shown.)"""
     record: dict[str, Any] = {
         "id": run.id,
         "name": run.name,
@@ -59,7 +63,9 @@ def run_json(
             config=run.config,
             events=run.events(),
             forks=[
-                {"id": f.id, "name": f.name, "step": f.fork["step"] if f.fork else None} for f in run.forks()
+                {"id": f.id, "name": f.name, "step": f.fork["step"] if f.fork else None}
+                for f in run.forks()
+                if hidden is None or not hidden(f.id)
             ],
         )
     return record

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -225,7 +225,7 @@ def not_kept(run: Run) -> str:
     return "nothing: every row logged was stored"
 
 
-def facts(run: Run) -> list[tuple[str, str]]:
+def facts(run: Run, hidden: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
     """(label, text) of what ``tunetrack show`` prints at the top: identity, state, times, where and
     how the run ran, what it could not keep, for an imported run where it came from, and the tables
     of samples it holds (``samples_listed``; for a GRPO run without any, why)."""
@@ -251,18 +251,19 @@ def facts(run: Run) -> list[tuple[str, str]]:
     ]
     if about["imported"]:
         rows.append(("imported", about["imported"]))
-    rows += fork_facts(run)
+    rows += fork_facts(run, hidden)
     held = samples_listed(run)
     if held != "none":  # the tables it holds and how to read them, or why a GRPO run has none
         rows.append(("samples", held))
     return rows
 
 
-def fork_facts(run: Run) -> list[tuple[str, str]]:
+def fork_facts(run: Run, hidden: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
     """A fork's ``forked from`` (``PARENT@STEP (name)``) and ``changed from parent`` (each config key
     the fork holds with another value than its parent had when the fork began: ``lr: 0.0003 ->
     0.0001``), and a parent's ``forks`` (``ID@STEP (name)``, ``; ``-separated): each begins with the
-    run id the dashboard links."""
+    run id the dashboard links. ``hidden``: the runs (by id) the reader may not see (a team member's):
+    the forks made into them are not named (a fork's own parent is: its history is the fork's too)."""
     rows = []
     fork = run.fork
     if fork is not None:
@@ -278,7 +279,7 @@ def fork_facts(run: Run) -> list[tuple[str, str]]:
                 if new is not None
             ]
             rows.append(("changed from parent", "; ".join(changes) or "nothing in the config"))
-    children = run.forks()
+    children = [c for c in run.forks() if hidden is None or not hidden(c.id)]
     if children:
         texts = [
             f"{c.id}@{c.fork['step'] if c.fork else NONE}" + (f" ({c.name})" if c.name != c.id else "")
@@ -293,9 +294,9 @@ def notes(run: Run) -> list[tuple[str, str, str]]:
     return [(when(n["time"]), str(n.get("by") or NONE), n["text"]) for n in run.notes]
 
 
-def overview(run: Run) -> list[tuple[str, str]]:
-    """``facts``, then one ``note`` row per note: ``text (by, when)``."""
-    return facts(run) + [("note", f"{text} ({by}, {at})") for at, by, text in notes(run)]
+def overview(run: Run, hidden: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+    """``facts``, then one ``note`` row per note: ``text (by, when)``. ``hidden``: as ``fork_facts``."""
+    return facts(run, hidden) + [("note", f"{text} ({by}, {at})") for at, by, text in notes(run)]
 
 
 def summary_rows(summary: dict[str, dict[str, Any]]) -> list[list[str]]:
@@ -343,13 +344,13 @@ def event_rows(events: list[dict[str, Any]]) -> list[dict[str, str]]:
     ]
 
 
-def run_text(run: Run) -> dict[str, Any]:
+def run_text(run: Run, hidden: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """What a page shows of the run, worded (JSON-safe: strings only): ``facts``, the ``overview``'s
     (label, text) rows; ``summary`` rows (a family of keys folded into one past ``SUMMARY_SHOWN`` keys:
     ``folded_summary``); ``events``; ``last_lines``, the console's last lines of a
     run that failed, was killed or crashed (as ``tunetrack show`` prints them)."""
     return {
-        "facts": [list(row) for row in overview(run)],
+        "facts": [list(row) for row in overview(run, hidden)],
         "summary": [row for row, _ in folded_summary(run.summary())],
         "events": event_rows(run.events()),
         "last_lines": last_lines(run),

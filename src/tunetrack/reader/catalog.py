@@ -127,6 +127,14 @@ class Catalog:
                 )
             return list(self._keys[1])
 
+    def project_of(self, run_id: str) -> tuple[bool, str | None]:
+        """``(whether the table holds the run, its project)``: what a team member's view asks of a run
+        another one forked from or into (``reader.visible``)."""
+        self.refresh(share=True)
+        with self._table_lock:
+            hit = self._rows.get(run_id)
+        return (False, None) if hit is None else (True, hit[2]["project"])
+
     def projects(self) -> frozenset[str | None]:
         """The projects the runs of the table are in (None: a run in none): worked out once per
         version of the table (a team member's every listing asks, ``reader.visible``)."""

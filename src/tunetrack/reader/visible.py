@@ -43,6 +43,13 @@ class Visible:
         """``Catalog.rows``, of the runs this reader may see."""
         return self.catalog.rows(*args, visible=self.may_read, **options)
 
+    def hides(self, run_id: str) -> bool:
+        """Whether ``run_id`` is a run of the store this reader may not see (a run the store no longer
+        holds is not: its id is all that is left of it): what a page of a run they may read leaves out
+        of the forks made of it."""
+        held, project = self.catalog.project_of(run_id)
+        return held and not self.may_read(project)
+
     def keys(self) -> list[str]:
         return self.catalog.keys(self.may_read)
 

@@ -71,11 +71,13 @@ def render(
     on_chart: Callable[[], object] | None = None,
     samples_key: str | None = None,
     samples_step: int | None = None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> str:
     """The report of ``runs`` as one HTML document; ``on_chart()`` is called after each chart's data
     is read and downsampled (the slow part). Each run's table of samples is ``samples_key``'s (default:
-    the first it logged) at ``samples_step`` (default: its last)."""
-    data = report_data(runs, on_chart, samples_key, samples_step)
+    the first it logged) at ``samples_step`` (default: its last). ``hidden``: the runs (by id) its
+    reader may not see (a team member's), of which a fork says nothing."""
+    data = report_data(runs, on_chart, samples_key, samples_step, hidden)
     built = assets.uplot_built("report", "the report shows no charts")
     # uPlot (a classic script: its global is there when the page's module runs), then the page's
     # module with the shared one inlined (a file cannot import another)
@@ -117,6 +119,7 @@ def report_data(
     on_chart: Callable[[], object] | None = None,
     samples_key: str | None = None,
     samples_step: int | None = None,
+    hidden: Callable[[str], bool] | None = None,
 ) -> dict[str, Any]:
     """What the page shows, as JSON-safe values (no NaN or infinity: a value the charts cannot draw
     is null, one the tables print is its text, ``"nan"``, ``"inf"``). Raises ValueError when a key or
@@ -148,7 +151,7 @@ def report_data(
         "generated": time.time(),
         "version": _version(),
         "width": WIDTH,
-        "runs": [_overview(r) for r in runs],
+        "runs": [_overview(r, hidden) for r in runs],
         "charts": [c for c in charts if c["lines"]],
         "families": cards,
         "distributions": distributions,
@@ -230,19 +233,19 @@ def _samples(runs: Sequence[Run], key: str | None, step: int | None) -> list[dic
     return out
 
 
-def _overview(run: Run) -> dict[str, Any]:
+def _overview(run: Run, hidden: Callable[[str], bool] | None = None) -> dict[str, Any]:
     """The run as ``tunetrack show`` prints it: identity, state, times, where and how it ran, its
     error, each metric's summary, its config (flat, values as text) and its events; ``overview``
     holds what the page prints of them, worded as ``tunetrack show`` words them (``run_text``)."""
     return _plain(
         {
-            **run_json(run),
+            **run_json(run, hidden=hidden),
             "provenance": provenance(run),
             "error": run.error,
             "summary": _summary(run),
             "config": {k: config_text(v) for k, v in run.flat_config.items()},
             "events": run.events(),
-            "overview": run_text(run),
+            "overview": run_text(run, hidden),
         }
     )
 

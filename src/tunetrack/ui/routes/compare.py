@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse
 
 from ...reader import differing
+from ...reader.visible import Visible
 from ..report import filename, render
 from .deps import CatalogDep, open_or_404
 
@@ -35,4 +36,7 @@ def diff(a: str, b: str, catalog: CatalogDep) -> dict[str, Any]:
 @router.get("/api/report", summary="The runs as one self-contained HTML file (tunetrack report), to download")
 def report(run: Annotated[list[str], Query()], catalog: CatalogDep) -> HTMLResponse:
     rs = [open_or_404(catalog, i) for i in run]
-    return HTMLResponse(render(rs), headers={"Content-Disposition": f'attachment; filename="{filename(rs)}"'})
+    hidden = catalog.hides if isinstance(catalog, Visible) else None  # a team member's: forks of others
+    return HTMLResponse(
+        render(rs, hidden=hidden), headers={"Content-Disposition": f'attachment; filename="{filename(rs)}"'}
+    )

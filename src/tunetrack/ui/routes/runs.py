@@ -217,7 +217,8 @@ def run(
     (``/families``)."""
     r = open_or_404(catalog, run_id)
     index = r.sample_index()
-    summary, keys, record = r.summary(), r.keys(), run_json(r, detail=True)
+    hidden = catalog.hides if isinstance(catalog, Visible) else None  # a team member's: forks of others
+    summary, keys, record = r.summary(), r.keys(), run_json(r, detail=True, hidden=hidden)
     if fold:
         keys, groups = folded(keys, summary)
         summary = {k: summary[k] for k in keys if k in summary}
@@ -230,7 +231,7 @@ def run(
             "steps": len({step for steps in index.values() for step in steps}),
         },
         "summary": summary,
-        "overview": run_text(r),
+        "overview": run_text(r, hidden),
         "flat_config": {k: config_text(v) for k, v in r.flat_config.items()},
         "keys": keys,
         "families": groups if fold else families(keys),

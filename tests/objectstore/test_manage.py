@@ -132,6 +132,13 @@ def test_rm_deletes_the_runs_objects_and_index_entries_and_listings_drop_it(
         open_run(gone, dir=s3_url)
     other_machine(monkeypatch)
     assert [r.name for r in list_runs(dir=s3_url)] == ["kept"]
+    # what outlives it: the record of its deletion, with its history, which the audit trail reads
+    assert len(keys(s3_url, ".audit/")) == 1
+    trail = [json.loads(line) for line in ok("audit", "--dir", s3_url, "--json").splitlines()]
+    assert [(e["run"], e["action"], e["what"]) for e in trail] == [
+        (gone, "tag", "+x"),
+        (gone, "delete", "deleted (finished; tags x)"),
+    ]
 
 
 def test_sync_carries_edits_once(s3_url: str, tmp_path: Path) -> None:

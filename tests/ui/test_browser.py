@@ -567,3 +567,16 @@ def test_every_page_has_an_icon_and_no_request_fails(seeded, dashboard, page):
         assert failed == [] and icons == [f"{server.base}/static/favicon.svg"], path
     icon = httpx.get(f"{server.base}/static/favicon.svg")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_the_run_page_asks_for_its_run_once_while_its_scripts_load(seeded, dashboard, page):
+    """The run page names its first request in its head (a preload): the browser asks for it while it
+    loads the scripts, and the script takes that answer instead of asking again (a URL that differed
+    by one escaped character would be asked twice)."""
+    a, _, _ = seeded
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "?fold=1" in r.url else None)
+    page.goto(f"{dashboard.base}/run/{a}")
+    page.wait_for_selector("#title:not(:empty)")
+    page.wait_for_load_state("networkidle")
+    assert asked == [f"{dashboard.base}/api/runs/{a}?fold=1"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from html import escape
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
@@ -74,15 +74,18 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
 
 def _run_page(html: str) -> Callable[[str, CatalogDep], HTMLResponse]:
     """The run page, answered 404 for a run that is not there, 403 for one a team member may not read
-    (its script then says so, and shows nothing else)."""
+    (its script then says so, and shows nothing else). Its first request (the run, its families of
+    keys folded) is named in the page, so the browser asks for it while it loads the scripts: the
+    URL is the one the script builds (``encodeURIComponent``'s escaping), else the answer goes unused."""
 
     def serve(run_id: str, catalog: CatalogDep) -> HTMLResponse:
+        page = html.replace("<!--run-->", escape(quote(run_id, safe="!'()*~")))
         try:
             catalog.open(run_id)
         except RunNotFound:
-            return HTMLResponse(html, status_code=404)
+            return HTMLResponse(page, status_code=404)
         except NotVisible:
-            return HTMLResponse(html, status_code=403)
-        return HTMLResponse(html)
+            return HTMLResponse(page, status_code=403)
+        return HTMLResponse(page)
 
     return serve

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -62,18 +63,27 @@ def _run(root: Path, name: str, project: str, tmp: Path) -> str:
     return t.id
 
 
-@pytest.fixture(scope="module")
-def team_store(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("team")
+def make_team(tmp: Path, people: Iterable[str]) -> tuple[Path, Path, str, str, dict[str, str]]:
+    """In ``tmp``: a store with a run in vision and one in the secret project, the team file ``TEAM``
+    and a token for each of ``people``: (store, team file, the vision run, the secret run, tokens)."""
     root = tmp / "runs"
     shown = _run(root, "cat-classifier", "vision", tmp)
     hidden = _run(root, "launch-plan", "secret-x", tmp)
     team_file = tmp / "team.toml"
     team_file.write_text(TEAM)
-    team = load_team(team_file)
-    tokens = Tokens(team.tokens)
-    texts = {who: tokens.create(f"{who}@example.test", days=1)[1] for who in ROLES}
-    return root, team_file, shown, hidden, texts
+    tokens = Tokens(load_team(team_file).tokens)
+    return (
+        root,
+        team_file,
+        shown,
+        hidden,
+        {who: tokens.create(f"{who}@example.test", days=1)[1] for who in people},
+    )
+
+
+@pytest.fixture(scope="module")
+def team_store(tmp_path_factory):
+    return make_team(tmp_path_factory.mktemp("team"), ROLES)
 
 
 def _media(root: Path, run_id: str) -> str:

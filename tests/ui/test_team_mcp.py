@@ -15,7 +15,7 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from test_team import TEAM, _run
+from test_team import TEAM, make_team
 
 from support.helpers import Server
 from tunetrack.reader import open_run
@@ -27,14 +27,7 @@ PEOPLE = ("ana", "bo", "dee", "eve")  # reads both, edits the secret one, denied
 
 @pytest.fixture(scope="module")
 def team_server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("team-mcp")
-    root = tmp / "runs"
-    shown = _run(root, "cat-classifier", "vision", tmp)
-    hidden = _run(root, "launch-plan", "secret-x", tmp)
-    team_file = tmp / "team.toml"
-    team_file.write_text(TEAM)
-    tokens = Tokens(load_team(team_file).tokens)
-    texts = {who: tokens.create(f"{who}@example.test", days=1)[1] for who in PEOPLE}
+    root, team_file, shown, hidden, texts = make_team(tmp_path_factory.mktemp("team-mcp"), PEOPLE)
     server = Server(root, team=team_file)
     yield server, root, team_file, shown, hidden, texts
     server.stop()

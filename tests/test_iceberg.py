@@ -147,3 +147,29 @@ def test_a_bucket_store_is_refused_by_name():
 
     with pytest.raises(IcebergError, match="folder store only, not s3://team/runs"):
         folder(Bucket())  # type: ignore[arg-type]
+
+
+def test_a_run_deleted_after_compaction_leaves_the_tables_at_the_next_one(root, monkeypatch):
+    """``tunetrack rm`` of a compacted run: a query leaves it out at once (it is in no listing); the
+    next compaction records the deletion in its commit and drops the run's rows from every Iceberg
+    table, so Spark, Trino, DuckDB and Polars stop counting it too. Once recorded, nothing is new."""
+    ids = record(root, monkeypatch, n=3)
+    assert compact(root).number == 1
+    gone = ids[1]
+    result = CliRunner().invoke(cli, ["rm", gone, "--yes", "--dir", str(root)])
+    assert result.exit_code == 0, result.output
+    assert gone in frame(by_engine(root, "metrics")["pyiceberg"])["run"].tolist()  # not yet
+    result = CliRunner().invoke(cli, ["compact", "--dir", str(root)])
+    assert (
+        result.exit_code == 0
+        and "0 runs, 0 rows in 0 files (0 bytes); 1 deleted runs' rows dropped" in result.output
+    )
+    body = warehouse_of(store_at(root)).read_commit(2)
+    assert body is not None and body["deleted"] == [gone] and body["runs"] == {}
+    same_as_query(root)
+    for name in TABLES:
+        column = "id" if name == "runs" else "run"
+        for engine, got in by_engine(root, name).items():
+            assert gone not in frame(got)[column].tolist(), (name, engine)
+    result = CliRunner().invoke(cli, ["compact", "--dir", str(root)])
+    assert result.output == "nothing new to compact\n", result.output

@@ -135,9 +135,10 @@ def compact_command(dir: str | None, iceberg: bool | None) -> None:
     if done.number is None:
         click.echo("nothing new to compact")
     else:
+        gone = f"; {done.deleted} deleted runs' rows dropped" if done.deleted else ""
         click.echo(
             f"commit {done.number}: {done.runs} runs, {done.rows:,} rows in {done.files} files "
-            f"({done.bytes:,} bytes) in {done.seconds:.1f} s"
+            f"({done.bytes:,} bytes){gone} in {done.seconds:.1f} s"
         )
     if done.removed:
         click.echo(f"removed {done.removed} files left by a compaction that did not commit")

@@ -13,7 +13,8 @@ commit (their rows in this compactor's files are then not read) and the next num
 
 It never removes a run's own records or copies: they stay the source of truth, and a run resumed
 after it was compacted is read from them until a later compaction covers it again. A second
-compaction with nothing new commits nothing.
+compaction with nothing new commits nothing; one that finds compacted runs deleted from the store
+since records their ids (``deleted``), so that the Iceberg tables drop their rows.
 
 Last, the commits the Iceberg tables lack are applied to them (``manage.iceberg``): by default when
 pyiceberg is installed and the store is a folder.
@@ -78,6 +79,9 @@ class Pending:
     base: int  # the newest commit when the runs were chosen
     runs: dict[str, dict[str, int]] = field(default_factory=dict)  # run -> the sizes its rows are of
     files: list[dict[str, Any]] = field(default_factory=list)
+    #: runs an earlier commit covers that the store no longer holds: recorded, so that the Iceberg
+    #: tables drop their rows too (a query leaves them out by itself: they are in no listing)
+    deleted: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +90,7 @@ class Compaction:
 
     number: int | None  # the commit made; None: nothing new (or another compactor covered it all)
     runs: int = 0
+    deleted: int = 0  # runs deleted from the store since they were compacted, recorded as such
     rows: int = 0
     files: int = 0
     bytes: int = 0
@@ -104,11 +109,12 @@ def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | Non
     warehouse = warehouse_of(store)
     removed = clean(warehouse, orphan_age)
     pending = write_files(store, warehouse)
-    number = commit(warehouse, pending) if pending.runs else None
+    number = commit(warehouse, pending) if pending.runs or pending.deleted else None
     published, skipped = _publish(store, iceberg)
     return Compaction(
         number,
         runs=len(pending.runs) if number is not None else 0,
+        deleted=len(pending.deleted) if number is not None else 0,
         rows=sum(f["rows"] for f in pending.files) if number is not None else 0,
         files=len(pending.files) if number is not None else 0,
         bytes=sum(f["bytes"] for f in pending.files) if number is not None else 0,
@@ -154,7 +160,9 @@ def write_files(store: Store, warehouse: Warehouse) -> Pending:
     found = commits(warehouse)
     pending = Pending(found[-1]["number"] if found else 0)
     done = covered(found)
-    todo = [r for r in all_runs(store) if r.state != State.RUNNING and done.get(r.id) != sources(r)]
+    present = all_runs(store)
+    pending.deleted = sorted(set(done) - {r.id for r in present})
+    todo = [r for r in present if r.state != State.RUNNING and done.get(r.id) != sources(r)]
     todo.sort(key=lambda r: (*_partition(r), r.id))
     for (project, month), group in groupby(todo, key=_partition):
         files = {t: _Files(warehouse, t, project or None, month) for t in layout.PARQUET_TABLES}
@@ -293,17 +301,20 @@ def commit(warehouse: Warehouse, pending: Pending) -> int | None:
             "by": f"{socket.gethostname()}-{os.getpid()}",
             "runs": pending.runs,
             "files": pending.files,
+            "deleted": pending.deleted,
         }
         if warehouse.create_commit(number, body):
             return number
         newer = [c for c in commits(warehouse) if c["number"] >= number]
         done = covered(newer)
         pending.runs = {r: s for r, s in pending.runs.items() if done.get(r) != s}
+        recorded = {r for c in newer for r in c.get("deleted") or []}
+        pending.deleted = [r for r in pending.deleted if r not in recorded]
         unused = [f for f in pending.files if not set(f["runs"]) & set(pending.runs)]
         for f in unused:
             warehouse.delete(f["path"])
         pending.files = [f for f in pending.files if f not in unused]
-        if not pending.runs:
+        if not pending.runs and not pending.deleted:
             return None
         number = max([number, *(c["number"] for c in newer)]) + 1
 

@@ -137,14 +137,14 @@ def _apply(
     runs: list[Run],
 ) -> None:
     """One tunetrack commit as one transaction of ``table``: the rows of its runs an earlier commit
-    holds deleted, its files added (a file that also holds runs this commit does not count, after a
+    holds deleted, and those of the runs it records as deleted from the store, its files added (a file that also holds runs this commit does not count, after a
     race between compactors, is appended filtered instead), its number recorded."""
     from pyiceberg.expressions import In
 
     number = commit["number"]
     mine = commit.get("runs") or {}
     earlier = {r for c in found if c["number"] < number for r in c.get("runs") or {}}
-    replaced = sorted(set(mine) & earlier)
+    replaced = sorted((set(mine) | set(commit.get("deleted") or [])) & earlier)
     props = {APPLIED: str(number)}
     with table.transaction() as tx:
         if replaced:

@@ -52,10 +52,13 @@ def commits(warehouse: Warehouse) -> list[dict[str, Any]]:
 
 
 def covered(found: Sequence[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """``{run: the sizes its newest commit holds}``: what a compactor compares a run's sizes with."""
+    """``{run: the sizes its newest commit holds}``: what a compactor compares a run's sizes with. A
+    run a later commit records as deleted (``deleted``: gone from the store since) is covered no more."""
     out: dict[str, dict[str, int]] = {}
     for commit in found:
         out.update(commit.get("runs") or {})
+        for run_id in commit.get("deleted") or []:
+            out.pop(run_id, None)
     return out
 
 

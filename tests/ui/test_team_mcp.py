@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import anyio
 import httpx
@@ -229,3 +233,17 @@ def test_a_read_only_dashboard_offers_no_edits(tmp_path):
             assert r.status_code == 200, r.text
             names = {t["name"] for t in r.json()["result"]["tools"]}
             assert ("tag_run" in names) is not read_only and "list_runs" in names
+
+
+def test_the_docs_client_over_http_as_written(team_server):
+    """docs/agents.md's client for a team's server, run as written in a process of its own, its
+    dashboard's address and token put in: it lists the runs its person may read."""
+    server, _, _, shown, hidden, texts = team_server
+    page = (Path(__file__).resolve().parents[2] / "docs" / "agents.md").read_text()
+    snippet = re.findall(r"```python\n(.*?)```", page, flags=re.S)[1]
+    assert "https://tunetrack.example.com" in snippet and "tt_..." in snippet
+    snippet = snippet.replace("https://tunetrack.example.com", server.base).replace("tt_...", texts["dee"])
+    done = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert [r["id"] for r in listed["runs"]] == [shown] and hidden not in done.stdout

@@ -523,7 +523,7 @@ def test_mcp_on_the_real_runs(store, runs):
     """docs/agents.md's client, run as written (the SDK's stdio client starting ``tunetrack mcp``),
     then the questions of the user trial: why a run died and what it printed, which completion scored
     best, the sweep's best run by eval loss."""
-    (snippet,) = code_blocks("docs/agents.md", "python")
+    snippet = code_blocks("docs/agents.md", "python")[0]  # the second: over HTTP, tests/ui/test_team_mcp.py
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     done = subprocess.run(
         [sys.executable, "-c", snippet],

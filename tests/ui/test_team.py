@@ -207,6 +207,10 @@ def test_changes_by_role_and_each_one_audited(tmp_path):
     tokens = Tokens(load_team(team_file).tokens)
     texts = {who: tokens.create(f"{who}@example.test", days=1)[1] for who in ROLES}
     c = client(root, team_file, address="203.0.113.9")
+    changes = {path for path, ops in c.app.openapi()["paths"].items() if set(ops) - {"get"}}
+    assert changes == {f"/api/runs/{{run_id}}/{verb}" for verb in ("edit", "stop", "delete")}, (
+        "a route that changes the store was added: test it here, for every role"
+    )
     secret = ids["secret-x"]
     for who, role in ROLES.items():
         before = open_run(secret, dir=root).meta["edits"]

@@ -504,9 +504,8 @@ def test_rm_asks_and_deletes_only_what_it_was_told(store):
     agreed = CliRunner().invoke(cli, ["rm", "alpha", "--dir", str(root)], input="y\n")
     assert agreed.exit_code == 0 and agreed.stdout == f"deleted {a} (alpha)\n"
     assert ok("rm", b, "--yes", "--dir", root) == f"deleted {b} (beta)\n"
-    assert ok("ls", "--dir", root) == f"no runs in {root}\n" and [p.name for p in root.iterdir()] == [
-        ".audit"
-    ]
+    assert ok("ls", "--dir", root) == f"no runs in {root}\n"
+    assert sorted(p.name for p in root.iterdir()) == [".audit", ".index"]
     audit = [json.loads(line) for line in ok("audit", "--dir", root, "--json").splitlines()]
     assert [(e["action"], e["run"], e["name"]) for e in audit] == [
         ("delete", a, "alpha"),

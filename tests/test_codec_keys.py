@@ -17,7 +17,7 @@ from tunetrack.reader.series import series as series_of_blocks
 from tunetrack.store import codec
 from tunetrack.store.codec import keys as key_lists
 from tunetrack.store.framing import frame, scan
-from tunetrack.store.local import ProcessFiles
+from tunetrack.store.process_files import ProcessFiles
 
 WIDE = [f"moe/layer{layer}/expert{expert}/load" for layer in range(40) for expert in range(256)]
 NARROW = [f"k{i:02d}" for i in range(50)]

@@ -126,7 +126,7 @@ def test_delete_refuses_a_running_run_unless_forced_and_looks_up_every_run_first
             warnings.simplefilter("ignore", TunetrackWarning)  # its folder is gone
             live.finish()
     # nothing of either run is left but the record of its deletion, for the audit trail
-    assert list_runs(dir=root) == [] and [p.name for p in root.iterdir()] == [".audit"]
+    assert list_runs(dir=root) == [] and sorted(p.name for p in root.iterdir()) == [".audit", ".index"]
     gone = sorted((e.run, e.action, e.by) for e in trail(root))
     assert gone == sorted([(done, "delete", author()), (live.id, "delete", author())])
 

@@ -237,7 +237,7 @@ def test_disk_full_mid_run_is_counted(root, tmp_path):
         """
         import sys, errno
         from tunetrack import Tracker
-        from tunetrack.store.local import ProcessFiles
+        from tunetrack.store.process_files import ProcessFiles
         t = Tracker(dir=sys.argv[1], name="full").start()
         t.log({"x": 1.0}); t.flush()
         original = ProcessFiles.append

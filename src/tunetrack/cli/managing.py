@@ -1,9 +1,11 @@
 """The commands that change runs in their store: ``tag``, ``rename``, ``note`` and ``rm`` (the read
 API does the work: ``tag_run``, ``rename_run``, ``note_run``, ``delete_runs``), and those that write
-derived data beside them: ``parquet`` (each run's copy) and ``compact`` (many runs' copies merged)."""
+derived data beside them: ``parquet`` (each run's copy), ``compact`` (many runs' copies merged) and
+``reindex`` (the store's index, rebuilt from the runs)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -149,3 +151,18 @@ def compact_command(dir: str | None, iceberg: bool | None) -> None:
         )
     elif done.iceberg_skipped:
         click.echo(f"iceberg tables not updated: {done.iceberg_skipped}")
+
+
+@click.command("reindex")
+@dir_option(path=False)
+@friendly
+def reindex_command(dir: str | None) -> None:
+    """Rebuild the store's index (what ls, the dashboard, query, the terminal view and the MCP server
+    list runs from) from the runs' own files: after it was lost, or when runs were copied in by other
+    means than tunetrack. Safe while jobs write."""
+    from ..manage.runs import reindex
+    from ..reader import store_name
+
+    started = time.monotonic()
+    n = reindex(dir)
+    click.echo(f"indexed {n:,} runs in {store_name(dir)} ({time.monotonic() - started:.1f} s)")

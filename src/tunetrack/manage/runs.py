@@ -134,3 +134,10 @@ def deletion_record(run: Run, by: str | None, origin: str | None) -> dict[str, A
 
 
 __all__ = ["delete_runs", "deletion_record", "edit_run", "note_run", "rename_run", "stop_run", "tag_run"]
+
+
+def reindex(dir: Dir = None) -> int:
+    """Rebuild the index of the store at ``dir`` from its runs alone: the runs indexed. For an index
+    that was lost or damaged, or runs copied in by other means; safe while jobs write (what they
+    record meanwhile is taken in as usual)."""
+    return store_at(dir).reindex()

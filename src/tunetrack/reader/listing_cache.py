@@ -1,6 +1,6 @@
-"""What a folder store may keep of an ended run for the next listing (``Store.keep_listed``): the
-store writes it, a reader hands it over. A folder of 10,000 ended runs is then one file and one
-directory to list instead of 20,000 small files to read.
+"""What a reader hands back to its store of the runs it read from their own files
+(``Store.keep_listed``): a folder store takes the ended ones into its index (``store.folder_index``),
+so the next listing does not read them again. The shape is the index's (``folder_index.read_entry``).
 """
 
 from __future__ import annotations
@@ -12,28 +12,19 @@ from .run import Run
 
 
 def entry(run: Run) -> dict[str, Any] | None:
-    """What the store may keep of ``run``, or None. Only a run that ended for good: every process
-    wrote its end record (a live or crashed run changes without a new file), and one attempt (a
-    resumed run's last values need its data). Its folder changes when anything that a listing reads
-    does (an edit, a resume, a sync: files created or renamed into place), and the entry is kept
-    with the folder's mtime, so a reader trusts it only while that is unchanged."""
-    folder = run.folder
-    stamp = getattr(folder, "stamp", None)
-    if stamp is None or folder.summary() is not None:
-        return None  # not a folder old enough to tell, or answered from a listing already
-    procs = run.processes
-    if not procs or any(p.end is None for p in procs) or sum(p.primary for p in procs) != 1:
+    """What the store may keep of ``run``, or None when the run was answered from the index already.
+    The store keeps it only where every process ended (``folder_index.settled``)."""
+    if run.folder.summary() is not None:
         return None
     return {
-        "stamp": stamp,
         "run": run.stored,
         "processes": [
             {
                 "name": p.name,
                 "meta": {k: p.meta.get(k) for k in LISTED_META if k in p.meta},
-                "end": {k: v for k, v in (p.end or {}).items() if k != "config"},  # config: from the files
+                "end": {k: v for k, v in p.end.items() if k != "config"} if p.end is not None else None,
             }
-            for p in procs
+            for p in run.processes
         ],
-        "edits": [[name, body] for name, body in folder.edits()],
+        "edits": [[name, body] for name, body in run.folder.edits()],
     }

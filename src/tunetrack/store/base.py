@@ -165,6 +165,10 @@ class Store(Protocol):
         when the run's listing changes."""
         ...
 
+    def reindex(self) -> int:
+        """Rebuild the store's index from the runs alone (``tunetrack reindex``): the runs indexed."""
+        ...
+
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
         """Keep what a reader read of ended runs for the next listing (``reader.listing_cache.entry``), and
         forget runs not ``present``; a store with an index of its own ignores it."""

@@ -24,8 +24,9 @@ import msgpack
 from ..jsonfile import read_json, write_json_atomic
 from . import ends, jobs, layout
 from .ends import EndRecord
-from .framing import frame
+from .folder_index import FolderIndex, Listed
 from .gc_pause import no_cyclic_gc
+from .process_files import ProcessFiles, write_atomic, write_edit
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta
 
@@ -46,84 +47,6 @@ class ProcessCopy:
     console: bytes = b""
 
 
-def write_edit(run_dir: Path, name: str, body: dict[str, Any]) -> None:
-    """Create the edit ``name`` of the run in ``run_dir`` (``layout``: one file per edit, never
-    changed). Written again with the same name (a second ``tunetrack sync``) it stays as it was; a
-    run folder that is gone (deleted) is not made again."""
-    path = run_dir / f"{name}{layout.EDIT_SUFFIX}"
-    if not path.exists():
-        write_json_atomic(path, body)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` at ``path``, replaced whole: a reader sees the old file or the new one, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-class ProcessFiles:
-    """One writing process's files in a run folder. Called only from that process's writer thread."""
-
-    def __init__(self, run_dir: Path, proc: str) -> None:
-        self.run_dir = run_dir
-        self.data_path = run_dir / f"{proc}{layout.DATA_SUFFIX}"
-        self.proc_path = run_dir / f"{proc}{layout.PROC_SUFFIX}"
-        self.end_path = run_dir / f"{proc}{layout.END_SUFFIX}"
-        self.console_path = run_dir / f"{proc}{layout.CONSOLE_SUFFIX}"
-        self._file: Any = None
-        self._dirty = False
-
-    def open(self, proc_meta: ProcessMeta) -> None:
-        write_json_atomic(self.proc_path, proc_meta)
-        self._file = open(self.data_path, "ab", buffering=1 << 20)  # noqa: SIM115 - open for the run
-
-    def append(self, payload: bytes) -> None:
-        """Add one record (its payload, as ``codec.pack`` made it)."""
-        self._file.write(frame(payload))
-        self._dirty = True
-
-    def flush(self, fsync: bool = False) -> None:
-        if self._dirty:
-            self._file.flush()
-            self._dirty = False
-        if fsync:
-            os.fsync(self._file.fileno())
-
-    def heartbeat(self) -> None:
-        """Readers call a run crashed when this file's mtime goes stale, so touch it while alive."""
-        os.utime(self.data_path)
-
-    def size(self) -> int:
-        """Bytes of records written to the file so far (whole records, after a ``flush``)."""
-        return self._file.tell() if self._file is not None else self.data_path.stat().st_size
-
-    def edit(self, name: str, body: dict[str, Any]) -> None:
-        """An edit of the run (``Tracker.name = ...``): a file of its own, written at once."""
-        write_edit(self.run_dir, name, body)
-
-    def summarize(self, last_step: int | None, last_values: dict[str, Any]) -> None:
-        """A folder needs no listing index: readers take the last values from the end record."""
-
-    def put_file(self, rel: str, data: bytes) -> None:
-        """A file of the run besides the records (an image), at ``rel`` inside the run folder."""
-        path = self.run_dir / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
-
-    def close(self, end: EndRecord) -> None:
-        try:
-            if self._file is not None:
-                self.flush(fsync=True)
-                self._file.close()
-        finally:
-            self._file = None
-            write_json_atomic(self.end_path, {**end, "time": end.get("time", time.time())})
-
-
 #: a folder whose mtime is younger than this may change again within the same mtime (timestamps are
 #: coarse): what was read of it is not kept for listings
 SETTLE_NS = 1_000_000_000
@@ -134,13 +57,11 @@ class LocalRun:
     absent (a reader never fails on one file).
 
     ``stamp``: the folder's mtime when it was opened, where it is old enough to tell every later
-    change (``SETTLE_NS``); ``listed``: what the store's listing kept of the run at that stamp (its
-    run.json, its processes' metadata and end records, its edits), which then answer without reading
-    the run's files."""
+    change (``SETTLE_NS``), or the index's stamp of ``listed``: what the store's index holds of the
+    run (its run.json, its processes' metadata and end records, its edits), which then answer
+    without reading the run's files."""
 
-    def __init__(
-        self, path: Path | str, stamp: int | None = None, listed: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, path: Path | str, stamp: int | None = None, listed: Listed | None = None) -> None:
         self._path = path  # a str until asked for: a listing of 10,000 listed runs asks for few paths
         self.stamp = stamp
         self.listed = listed
@@ -156,7 +77,7 @@ class LocalRun:
 
     def run_json(self) -> dict[str, Any] | None:
         if self.listed is not None:
-            return self.listed["run"]
+            return self.listed.run
         return read_json(self.path / layout.RUN_JSON)
 
     def where(self, proc: str) -> str:
@@ -215,7 +136,7 @@ class LocalRun:
     def edits(self) -> list[tuple[str, dict[str, Any]]]:
         """``(name, body)`` of every edit of the run, in no particular order."""
         if self.listed is not None:
-            return [(name, body) for name, body in self.listed["edits"]]
+            return [(name, body) for name, body in self.listed.rest["edits"]]
         out = []
         for path in self.path.glob(f"*{layout.EDIT_SUFFIX}"):
             name = layout.edit_of(path.name)
@@ -225,9 +146,9 @@ class LocalRun:
         return out
 
     def summary(self) -> dict[str, Any] | None:
-        """The processes as the store's listing kept them (no file read), or None: listings read the
+        """The processes as the store's index holds them (no file read), or None: listings read the
         folder's own small files."""
-        return {"processes": self.listed["processes"]} if self.listed is not None else None
+        return {"processes": self.listed.rest["processes"]} if self.listed is not None else None
 
     def refresh(self) -> None:
         """Look at the folder itself from now on (not at what a listing kept of it)."""
@@ -263,10 +184,11 @@ class LocalRun:
 class LocalStore:
     """A run store rooted at a folder: ``./tunetrack_runs``, ``$TUNETRACK_DIR`` or ``dir=``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, indexed: bool = True) -> None:
         self.root = root
         self._root_text = str(root)
-        self._listing: dict[str, dict[str, Any]] | None = None
+        #: what listings read (``folder_index``); a writer's private spool keeps none
+        self.index = FolderIndex(root) if indexed else None
 
     def __str__(self) -> str:
         return str(self.root)
@@ -282,11 +204,17 @@ class LocalStore:
             return False
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, allow_nan=True, default=str)
+        self._indexed(run_id)
         return True
+
+    def _indexed(self, run_id: str) -> None:
+        """Record the run's state in the index, after a change a listing shows."""
+        if self.index is not None:
+            self.index.record(self.root / run_id)
 
     def open_process(self, run_id: str, proc: str, meta: ProcessMeta) -> ProcessFiles:
         """This process's files in the run, its metadata written."""
-        files = ProcessFiles(self.root / run_id, proc)
+        files = ProcessFiles(self.root / run_id, proc, self.index)
         files.open(meta)
         return files
 
@@ -325,10 +253,12 @@ class LocalStore:
                 os.utime(data_path, (copy.beat, copy.beat))
         if copy.end is not None:
             write_json_atomic(run_dir / f"{proc}{layout.END_SUFFIX}", copy.end)
+        self._indexed(run_id)
 
     def put_edit(self, run_id: str, name: str, body: dict[str, Any]) -> None:
         """Add an edit to the run (``write_edit``)."""
         write_edit(self.root / run_id, name, body)
+        self._indexed(run_id)
 
     def stop_request(self, run_id: str) -> dict[str, Any] | None:
         """The run folder's stop edit (``layout.STOP_EDIT``)."""
@@ -364,6 +294,8 @@ class LocalStore:
             return
         gone = self.root / f"{layout.DELETED_PREFIX}{run_id}-{secrets.token_hex(4)}"
         os.replace(self.root / run_id, gone)
+        if self.index is not None:
+            self.index.forget(run_id)
         shutil.rmtree(gone)
 
     # -- reading ---------------------------------------------------------------------------------
@@ -371,44 +303,35 @@ class LocalStore:
         return self.root / run_id
 
     def run(self, run_id: str, stamp: Any = None) -> LocalRun | None:
-        """The run ``run_id``, or None if the store holds no such run. An ended run that a listing
-        kept, whose folder has not changed since (``stamp``: its mtime as ``entries()`` just saw it),
-        is answered from the listing."""
+        """The run ``run_id``, or None if the store holds no such run. A run the index holds as ended
+        (``stamp``: the index's stamp for it, as ``entries()`` just gave it) is answered from the
+        index, without reading its files."""
         if not run_id or "/" in run_id or run_id.startswith("."):
             return None
         path = os.path.join(self._root_text, run_id)
+        if isinstance(stamp, int) and stamp < 0 and self.index is not None:
+            listed = self.index.held(run_id)
+            if listed is not None and listed.stamp == stamp:
+                return LocalRun(path, stamp, listed)
         try:
-            mtime = stamp if isinstance(stamp, int) else os.stat(path).st_mtime_ns
+            mtime = stamp if isinstance(stamp, int) and stamp > 0 else os.stat(path).st_mtime_ns
         except OSError:
             return None
-        listed = self.listing().get(run_id)
-        if listed is not None and listed.get("stamp") == mtime:
-            return LocalRun(path, mtime, listed)
         stamp = mtime if time.time_ns() - mtime > SETTLE_NS else None
         return LocalRun(path, stamp) if os.path.isfile(os.path.join(path, layout.RUN_JSON)) else None
 
-    def listing(self) -> dict[str, dict[str, Any]]:
-        """What readers kept of the store's ended runs, by run id (``keep_listed``)."""
-        if self._listing is None:
-            data = self.read_kept(layout.LISTING)
-            self._listing = data if isinstance(data, dict) else {}
-        return self._listing
-
     def keep_listed(self, kept: dict[str, dict[str, Any]], present: set[str]) -> None:
-        """Keep what a reader read of ended runs (``kept``: run id -> its small files and the stamp
-        they were read at), for the next reader: a listing of 10,000 ended runs then reads one file
-        and one directory instead of 30,000 files. Runs not ``present`` any more are dropped."""
-        if not kept and self._listing is None:
-            return  # nothing to add, nor read yet: the runs gone are dropped when something is
-        listing = self.listing()
-        gone = listing.keys() - present
-        new = {k: v for k, v in kept.items() if listing.get(k) != v}
-        if not new and not gone:
-            return
-        for run_id in gone:
-            del listing[run_id]
-        listing.update(new)
-        self.keep(layout.LISTING, listing)
+        """Take what a reader read from the folders of runs the index did not hold as ended (``kept``:
+        run id -> its listed state) into the index, and drop the runs not ``present`` any more; a
+        new snapshot when that changed it, or when its log ran long."""
+        if self.index is not None and (self.index.add(kept, present) or self.index.lagging()):
+            self.index.write_snapshot()
+
+    def reindex(self) -> int:
+        """Rebuild the index from the run folders alone (``tunetrack reindex``); the runs indexed."""
+        if self.index is None:
+            return 0
+        return self.index.rebuild(self.root / name for name in self._names())
 
     def read_kept(self, name: str) -> Any:
         """What a reader kept under ``name`` (``keep``), or None."""
@@ -431,18 +354,28 @@ class LocalStore:
             tmp.unlink(missing_ok=True)
 
     def entries(self) -> list[tuple[str, int]]:
-        """``(run id, stamp)`` for every folder that may hold a run, in one directory listing. The
-        stamp (the folder's mtime) changes when a process of the run starts or ends (its files are
-        created or renamed into place), not when records are appended."""
+        """``(run id, stamp)`` for every folder that may hold a run, from one listing of the store's
+        folder (names only) and its index. A run the index holds as ended has the index's stamp (no
+        file of it looked at); any other has its folder's mtime, which changes when a process of the
+        run starts or ends (its files are created or renamed into place), not when records are
+        appended."""
+        held = self.index.read() if self.index is not None else {}
         out = []
+        for name in self._names():
+            listed = held.get(name)
+            if listed is not None and listed.settled:
+                out.append((name, listed.stamp))
+                continue
+            try:
+                out.append((name, os.stat(os.path.join(self._root_text, name)).st_mtime_ns))
+            except OSError:
+                continue  # deleted meanwhile
+        return out
+
+    def _names(self) -> list[str]:
+        """The store's run folders, by name: one listing of its folder, no file looked at."""
         try:
             with os.scandir(self.root) as it:
-                for entry in it:
-                    try:
-                        if entry.is_dir() and not entry.name.startswith("."):
-                            out.append((entry.name, entry.stat().st_mtime_ns))
-                    except OSError:
-                        continue  # deleted meanwhile
+                return [e.name for e in it if not e.name.startswith(".") and e.is_dir()]
         except OSError:
             return []
-        return out

@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from . import ends, layout
+from .._warnings import warn_once
+from . import ends, index_rebuild, layout
 from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
 from .chunks import chunk_name, cover, parse_chunk
@@ -89,6 +90,7 @@ class ObjectStore:
         self.listing = Listing(self.blobs, self.cache)
         self._index: dict[str, list[Entry]] = {}  # run id -> its processes' index entries, as last listed
         self._lock = threading.Lock()
+        self._looked_for_lost = False  # whether an empty index was checked against the bucket once
 
     def __str__(self) -> str:
         return self.url
@@ -200,7 +202,7 @@ class ObjectStore:
             self._index.pop(run_id, None)
         spool = spool_root(self.url)
         if (spool / run_id).is_dir():  # else `tunetrack sync` would send it back
-            LocalStore(spool).delete_run(run_id)
+            LocalStore(spool, indexed=False).delete_run(run_id)
         self.cache.forget(run_id)
 
     def _job_key(self, job_key: str) -> str:
@@ -248,10 +250,25 @@ class ObjectStore:
     def keep(self, name: str, data: Any) -> None:
         """Nothing is kept beside a bucket's runs (``read_kept``)."""
 
+    def reindex(self) -> int:
+        """Rebuild the index from the runs' objects (``tunetrack reindex``); the runs indexed."""
+        return index_rebuild.rebuild(self.blobs)
+
     def entries(self) -> list[tuple[str, Any]]:
         """Every run with an index entry (``index.Listing``: a short LIST and a GET per live process
-        once this machine has looked before). The stamp changes when any of the run's entries does."""
+        once this machine has looked before). The stamp changes when any of the run's entries does.
+        An empty index over a bucket that holds runs is said once (it was lost: ``reindex``)."""
         index = self.listing.runs()
+        if (
+            not index
+            and not self._looked_for_lost
+            and any(not d.startswith(".") for d in self.blobs.list_dirs(""))
+        ):
+            warn_once(
+                f"index:{self.url}",
+                f"{self.url} holds runs but its index lists none: run `tunetrack reindex --dir {self.url}`",
+            )
+        self._looked_for_lost = True
         with self._lock:
             self._index = index
         return [

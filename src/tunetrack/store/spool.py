@@ -24,4 +24,4 @@ def spool_for(url: str) -> LocalStore:
     marker = root / "remote.json"
     if not marker.exists():
         write_json_atomic(marker, {"url": url})
-    return LocalStore(root)
+    return LocalStore(root, indexed=False)

@@ -33,7 +33,7 @@ from .chunks import chunk_name, cover, parse_chunk
 from .ends import EndRecord
 from .index import announce, dumps, entry_key, index_entry
 from .layout import BEAT_SUFFIX
-from .local import ProcessFiles
+from .process_files import ProcessFiles
 from .process_meta import ProcessMeta
 from .spool import spool_for
 

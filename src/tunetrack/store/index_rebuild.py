@@ -1,0 +1,65 @@
+"""Rebuilding a bucket's index (``index``) from the runs' own objects (``tunetrack reindex``): after
+it was lost or damaged, or when runs were copied into the bucket by something other than tunetrack.
+This is the one reader of the whole bucket: it lists every run's objects once and writes each of its
+processes' and edits' entries again, announced in the log so warm readers take them in, and deletes
+the entries of runs that are gone."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from . import ends, layout
+from .blobs import Blobs
+from .index import (
+    FETCHERS,
+    INDEX,
+    announce,
+    dumps,
+    edit_entry,
+    edit_key,
+    entry_key,
+    index_entry,
+    loads,
+    run_of,
+)
+from .process_meta import ProcessMeta
+from .process_meta import read as read_meta
+
+
+def rebuild(blobs: Blobs) -> int:
+    """Write every run's index entries from its objects, delete those of runs gone; the runs indexed."""
+    run_ids = [name for name in blobs.list_dirs("") if not name.startswith(".")]
+    with ThreadPoolExecutor(FETCHERS) as pool:
+        indexed = {run_id for run_id, ok in zip(run_ids, pool.map(lambda r: _run(blobs, r), run_ids)) if ok}
+    for blob in blobs.list_blobs(f"{INDEX}/"):
+        if (run_id := run_of(blob.key)) is not None and run_id not in indexed:
+            blobs.delete(blob.key)
+            announce(blobs, blob.key)  # a warm reader that looks for it finds none, and drops it
+    return len(indexed)
+
+
+def _run(blobs: Blobs, run_id: str) -> bool:
+    """Index one run from its objects; False when it has no run.json (not a run)."""
+    run = loads(blobs.get(f"{run_id}/{layout.RUN_JSON}"))
+    if run is None:
+        return False
+    names = {b.key[len(run_id) + 1 :]: b for b in blobs.list_blobs(f"{run_id}/")}
+    keys: list[tuple[str, dict[str, Any]]] = []
+    for name in names:
+        if "/" in name:
+            continue
+        if (proc := layout.proc_of(name)) is not None:
+            meta: ProcessMeta = read_meta(loads(blobs.get(f"{run_id}/{name}"))) or ProcessMeta()
+            end = ends.read(loads(blobs.get(f"{run_id}/{proc}{layout.END_SUFFIX}")))
+            beat_body = loads(blobs.get(f"{run_id}/{proc}{layout.BEAT_SUFFIX}")) or {}
+            beat = float(beat_body.get("time") or names[name].mtime)
+            last = end.get("last") if end is not None else None
+            entry = index_entry(run, proc, meta, last, dict(end) if end is not None else None, beat)
+            keys.append((entry_key(run_id, proc, float(meta.get("start") or beat)), entry))
+        elif (edit := layout.edit_of(name)) is not None and (body := loads(blobs.get(f"{run_id}/{name}"))):
+            keys.append((edit_key(run_id, edit), edit_entry(run_id, edit, body)))
+    for key, entry in keys:
+        blobs.put(key, dumps(entry))
+        announce(blobs, key)
+    return True

@@ -2,7 +2,7 @@
 reading it costs. Nothing is asserted (the exit code stays 0).
 
     PYTHONPATH=src python benchmarks/big_store.py build DIR [--runs 100000] [--templates 200]
-    PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3] [--compact]
+    PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3] [--dashboard] [--compact]
 
 ``build`` records ``--templates`` real runs with ``tunetrack.Tracker`` (20 steps each: a loss every
 step, an eval loss every fifth, a learning rate; a LoRA config; 10 projects), then fills the store up
@@ -13,10 +13,13 @@ own id. Recording 100,000 runs through the writer takes hours on two cores (each
 finish); copying them takes minutes, and a reader cannot tell a copy from a run (the copies are read
 back by ``open_run`` in ``build``'s last step).
 
-``measure`` times, each in a fresh process (medians of ``--reps``; the first of them cold: the
-store's kept listing removed; the OS's file cache is left as it is): ``tunetrack ls --limit 20``,
+``measure`` times, each in a fresh process (medians of ``--reps``; the OS's file cache is left as it
+is; ``build`` ends by indexing the copies, as their writers would have): ``tunetrack ls --limit 20``,
 ``ls --project P --where ... --sort loss:min``, ``tunetrack query "SELECT count(*) FROM metrics"`` and
-a ``GROUP BY run`` minimum of the loss joined with ``params``. With ``--compact``, it then runs
+a ``GROUP BY run`` minimum of the loss joined with ``params``. With ``--dashboard``, a fresh
+``tunetrack ui`` and a fresh Chromium page until the first screen of the runs table is drawn
+(``sweep_bench.dashboard_cold``): as the last dashboard left the store, and with its kept rows
+deleted. With ``--compact``, it then runs
 ``tunetrack compact`` (its time, points per second, and the bytes per point of ``metrics`` in the
 runs' own copies and in the compacted files) and times the two queries again.
 """
@@ -36,7 +39,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
-sys.path[:0] = [str(SRC)]
+sys.path[:0] = [str(SRC), str(HERE)]
 
 PROJECTS = 10
 STEPS = 20
@@ -108,6 +111,7 @@ def _copy(template: Path, dest_root: Path, run_id: str, name: str, project: str,
 def build(root: Path, runs: int, templates: int) -> None:
     from tunetrack.reader import list_runs, open_run
     from tunetrack.store.layout import new_run_id
+    from tunetrack.store.local import LocalStore
 
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
@@ -122,6 +126,8 @@ def build(root: Path, runs: int, templates: int) -> None:
         if i % 10_000 == 0:
             print(f"{i:,} runs ({time.perf_counter() - started:.0f} s)", flush=True)
     print(f"{runs:,} runs in {root} ({time.perf_counter() - started:.0f} s copying)", flush=True)
+    started = time.perf_counter()  # the copies were made behind the writers' backs: index them
+    print(f"{LocalStore(root).reindex():,} runs indexed ({time.perf_counter() - started:.0f} s)", flush=True)
     sample = open_run(
         f"run-{runs - 1}" if runs > templates else f"t{templates - 1}", root
     )  # a copy reads back as a run: its own id, its points
@@ -150,10 +156,7 @@ def _timed(args: list[str]) -> float:
 
 
 def _rows(root: Path, rows: dict[str, list[str]], reps: int) -> None:
-    from tunetrack.store import layout
-
     for label, args in rows.items():
-        (root / layout.LISTING).unlink(missing_ok=True)  # cold: the store has kept no listing
         times = [_timed(args) for _ in range(reps)]
         rest = statistics.median(times[1:]) if len(times) > 1 else float("nan")
         shown = ", ".join(f"{t:.2f}" for t in times)
@@ -164,7 +167,7 @@ def _bytes(paths: list[Path]) -> int:
     return sum(p.stat().st_size for p in paths)
 
 
-def measure(root: Path, reps: int, compacting: bool) -> None:
+def measure(root: Path, reps: int, compacting: bool, dashboard: bool) -> None:
     from tunetrack.manage.compact import compact
 
     listing = {
@@ -177,6 +180,13 @@ def measure(root: Path, reps: int, compacting: bool) -> None:
     queries = {label: ["query", sql, "--format", "csv"] for label, sql in QUERIES.items()}
     print(f"{root}: load average {os.getloadavg()[0]:.2f}", flush=True)
     _rows(root, {k: [*v, "--dir", str(root)] for k, v in {**listing, **queries}.items()}, reps)
+    if dashboard:
+        from sweep_bench import dashboard_cold
+
+        runs = sum(1 for e in os.scandir(root) if not e.name.startswith(".") and e.is_dir())
+        for label, forget in (("as the last dashboard left it", False), ("no rows kept", True)):
+            seconds = dashboard_cold(root, runs, reps, forget=forget)
+            print(f"dashboard first screen, {label:30} median {seconds:6.2f} s", flush=True)
     if not compacting:
         return
     import pyarrow.parquet as pq
@@ -203,11 +213,14 @@ def main() -> None:
     parser.add_argument("--templates", type=int, default=200)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--compact", action="store_true", help="measure: compact, then query again")
+    parser.add_argument(
+        "--dashboard", action="store_true", help="measure: a fresh tunetrack ui's first screen in Chromium"
+    )
     args = parser.parse_args()
     if args.what == "build":
         build(args.dir, args.runs, args.templates)
     else:
-        measure(args.dir, args.reps, args.compact)
+        measure(args.dir, args.reps, args.compact, args.dashboard)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ The store is ``ui_bench.fill_table``'s (copies of 12 real runs); then the same s
 aggregates removed from every end record, which is what a reader meets without them (runs written
 before they were stored): every aggregate is computed from the data.
 
-Each listing is timed twice: with what readers keep of the runs (``.listing.msgpack``, and the
-dashboard's ``.rows.msgpack``: any earlier listing wrote them) and with none (deleted before each
+Each listing is timed twice: with what readers keep of the runs (the store index's snapshot, and
+the dashboard's ``.rows.msgpack``: any earlier listing wrote them) and with none (deleted before each
 repetition: the first listing of runs never listed). The dashboard's runs table cold: a fresh
 ``tunetrack ui`` process each repetition, a fresh Chromium page, from navigation until the first
 screen of rows is drawn (``--no-browser`` skips it): navigating as soon as the server answers (the
@@ -49,9 +49,10 @@ def timed(src: str, args: list[str], reps: int, before: Any = None) -> float:
 
 
 def unlisted(root: Path) -> None:
-    """What readers kept of the runs forgotten: the listing, and the dashboard's rows."""
-    for name in (".listing.msgpack", ".rows.msgpack"):
-        (root / name).unlink(missing_ok=True)
+    """What readers kept of the runs forgotten: the dashboard's rows, and what they handed back to the
+    store's index (its snapshot; the writers' log stays, as it is on a store never listed)."""
+    (root / ".rows.msgpack").unlink(missing_ok=True)
+    (root / ".index" / "snapshot.msgpack").unlink(missing_ok=True)
 
 
 #: seconds between a fresh ``tunetrack ui`` answering and a user's browser asking for the page: the

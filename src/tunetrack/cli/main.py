@@ -7,7 +7,7 @@ notes and deletes runs) and the output helpers (``printing``, ``plot``, ``export
 - ``reading``: ``ls``, ``show``, ``checkpoints``, ``logs``, ``export``, ``samples``, ``report``
 - ``comparing``: ``diff``, ``compare``
 - ``producing``: ``artifacts``, ``lineage``
-- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``, ``compact``
+- ``managing``: ``tag``, ``rename``, ``note``, ``rm``, ``parquet``, ``compact``, ``reindex``
 - ``moving``: ``sync``, ``sync-backend``, ``import``
 - ``steering``: ``run``, ``stop``
 - ``serving``: ``ui``, ``tui``, ``watch``

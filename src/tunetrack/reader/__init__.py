@@ -3,10 +3,10 @@ summary, events, metric series). Used by the CLI, the dashboard and users' noteb
 keeps a store's runs for a long-lived reader, ``run_json`` gives a run's JSON shape, ``run_text`` its
 wording as people read it (``as_text``: the CLI's ``show``, the dashboard and the report), ``m4`` thins a
 series for drawing. Nothing here writes a run (``tunetrack.manage`` edits, deletes and copies runs).
-What a listing read of ended runs is handed back to the store (``Store.keep_listed`` from
-``find.all_runs``, ``Store.keep`` from ``Catalog``): the store alone writes that cache beside the runs
-(``.listing.msgpack``, ``.rows.msgpack``, which nothing but readers reads and any reader rebuilds), or
-ignores it where its own index lists runs (a bucket)."""
+What a listing read from run folders is handed back to the store (``Store.keep_listed`` from
+``find.all_runs``: a folder store takes the ended runs into its index), and the dashboard's rows too
+(``Store.keep`` from ``Catalog``: a folder's ``.rows.msgpack``, which nothing but readers reads and
+any reader rebuilds); a bucket's index lists runs without them."""
 
 from ..states import STATES
 from .as_json import provenance, run_json

@@ -14,7 +14,7 @@ from .run import Run
 def entry(run: Run) -> dict[str, Any] | None:
     """What the store may keep of ``run``, or None when the run was answered from the index already.
     The store keeps it only where every process ended (``folder_index.settled``)."""
-    if run.folder.summary() is not None:
+    if run.folder.indexed():
         return None
     return {
         "run": run.stored,

@@ -89,6 +89,10 @@ class RunFolder(Protocol):
         """``(name, body)`` of every edit of the run (``tunetrack.edits``), in no particular order."""
         ...
 
+    def indexed(self) -> bool:
+        """Whether the store's index answered for the run (its small files were not read)."""
+        ...
+
     def summary(self) -> dict[str, Any] | None:
         """What the store keeps for listings (an object store's index entry), or None: then the run's
         state and last values are derived from its processes."""

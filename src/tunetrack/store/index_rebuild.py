@@ -6,9 +6,11 @@ the entries of runs that are gone."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from .._warnings import warn_once
 from . import ends, layout
 from .blobs import Blobs
 from .index import (
@@ -26,6 +28,10 @@ from .index import (
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta
 
+#: seconds after which a run the index does not list means the index was lost (its writer uploads an
+#: entry within its first upload interval)
+LOST_AFTER = 300.0
+
 
 def rebuild(blobs: Blobs) -> int:
     """Write every run's index entries from its objects, delete those of runs gone; the runs indexed."""
@@ -37,6 +43,21 @@ def rebuild(blobs: Blobs) -> int:
             blobs.delete(blob.key)
             announce(blobs, blob.key)  # a warm reader that looks for it finds none, and drops it
     return len(indexed)
+
+
+def warn_if_lost(blobs: Blobs) -> None:
+    """Say once that the bucket holds runs its (empty) index does not list: it was lost. A run
+    created less than ``LOST_AFTER`` ago may simply not have uploaded its first entry yet."""
+    names = [name for name in blobs.list_dirs("") if not name.startswith(".")]
+    for name in names[:FETCHERS]:
+        blob = blobs.head(f"{name}/{layout.RUN_JSON}")
+        if blob is not None and time.time() - blob.mtime > LOST_AFTER:
+            url = blobs.url
+            warn_once(
+                f"index:{url}",
+                f"{url} holds runs but its index lists none: run `tunetrack reindex --dir {url}`",
+            )
+            return
 
 
 def _run(blobs: Blobs, run_id: str) -> bool:

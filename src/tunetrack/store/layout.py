@@ -52,8 +52,6 @@ JOBS_DIR = ".jobs"
 #: what outlives a run it is about: the record of its deletion (``manage.runs.delete_runs``), which
 #: a team's audit trail shows beside the runs' edits (``reader.audit``); named as edits are
 AUDIT_DIR = ".audit"
-#: a folder store's listing of its ended runs, kept by readers (``local.LocalStore.keep_listed``)
-LISTING = ".listing.msgpack"
 #: the dashboard's runs table rows of ended runs, kept by it (``reader.catalog``)
 ROWS = ".rows.msgpack"
 DELETED_PREFIX = ".deleted-"  # a run folder being removed

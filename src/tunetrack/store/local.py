@@ -145,6 +145,9 @@ class LocalRun:
                 out.append((name, body))
         return out
 
+    def indexed(self) -> bool:
+        return self.listed is not None
+
     def summary(self) -> dict[str, Any] | None:
         """The processes as the store's index holds them (no file read), or None: listings read the
         folder's own small files."""

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import settings
-from .._warnings import warn_once
 from . import ends, index_rebuild, layout
 from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
@@ -259,15 +258,8 @@ class ObjectStore:
         once this machine has looked before). The stamp changes when any of the run's entries does.
         An empty index over a bucket that holds runs is said once (it was lost: ``reindex``)."""
         index = self.listing.runs()
-        if (
-            not index
-            and not self._looked_for_lost
-            and any(not d.startswith(".") for d in self.blobs.list_dirs(""))
-        ):
-            warn_once(
-                f"index:{self.url}",
-                f"{self.url} holds runs but its index lists none: run `tunetrack reindex --dir {self.url}`",
-            )
+        if not index and not self._looked_for_lost:
+            index_rebuild.warn_if_lost(self.blobs)
         self._looked_for_lost = True
         with self._lock:
             self._index = index
@@ -388,6 +380,9 @@ class RemoteRun:
             return float(beat["time"])
         blob = self._listing().get(f"{proc}{layout.PROC_SUFFIX}")
         return blob.mtime if blob is not None else None
+
+    def indexed(self) -> bool:
+        return bool(self._processes_listed())
 
     def summary(self) -> dict[str, Any] | None:
         """The run as its index entries describe it (written at every upload), when it was found by

@@ -867,6 +867,7 @@ ELSEWHERE = {
     "tunetrack import": "tests/bridges/test_import.py",
     "tunetrack parquet": "tests/test_parquet.py",
     "tunetrack compact": "tests/test_compact.py, tests/objectstore/test_compact.py",
+    "tunetrack reindex": "tests/test_folder_index.py, tests/objectstore/test_index.py",
     "tunetrack checkpoints sft-llama --suite lm-eval": "tests/test_evaluations.py, tests/e2e/lmeval/test_lm_eval.py",
     "tunetrack watch": "tests/test_alerts.py",
     "tunetrack watch --rules": "tests/test_rules.py::test_tunetrack_watch_rules_command",

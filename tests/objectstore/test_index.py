@@ -1,0 +1,98 @@
+"""A bucket's index (``store.index``) under many writers at once, and lost then rebuilt by
+``tunetrack reindex`` (``store.index_rebuild``), against a real S3-compatible server."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from support.helpers import wait_until
+from tunetrack.cli import cli
+from tunetrack.reader import list_runs
+from tunetrack.store import index_rebuild
+from tunetrack.store.blobs import open_blobs
+
+from .test_runs import python
+
+
+@pytest.fixture(autouse=True)
+def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
+
+
+def another_machine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str) -> None:
+    """A reader with nothing cached: it knows the bucket only from what the bucket holds."""
+    monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / name))
+
+
+def shown(url: str) -> dict[str, tuple]:
+    return {r.id: (r.name, r.project, r.state, r.summary()["loss"]["last"]) for r in list_runs(url)}
+
+
+def test_many_writers_then_the_index_lost_and_rebuilt(
+    s3_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from tunetrack import Tracker
+        for i in range(5):
+            with Tracker(dir=sys.argv[1], project="p", name="unnamed", system=False, console=False) as t:
+                t.log({"loss": float(i)}, step=1)
+                t.name = f"w{sys.argv[2]}-{i}"  # an edit: an index entry of its own
+        """
+    )
+    writers = [python(script, s3_url, str(n)) for n in range(3)]
+    while any(w.poll() is None for w in writers):
+        list_runs(s3_url)  # a reader beside them, warm: it follows the index's log
+    assert [(w.returncode, w.stderr.read()) for w in writers] == [(0, "")] * 3
+    expected = sorted(f"w{n}-{i}" for n in range(3) for i in range(5))
+    wait_until(lambda: sorted(name for name, *_ in shown(s3_url).values()) == expected, timeout=30)
+    another_machine(monkeypatch, tmp_path, "second")
+    before = shown(s3_url)
+    assert sorted(name for name, *_ in before.values()) == expected
+    assert {state for _, _, state, _ in before.values()} == {"finished"}
+
+    blobs = open_blobs(s3_url)
+    for prefix in (".index/", ".index-log/", ".index-compact/"):  # lost
+        for blob in blobs.list_blobs(prefix):
+            blobs.delete(blob.key)
+    another_machine(monkeypatch, tmp_path, "third")
+    monkeypatch.setattr(index_rebuild, "LOST_AFTER", 0.0)  # the runs are old enough to be missed
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert list_runs(s3_url) == []
+    said = [str(w.message) for w in caught]
+    assert f"tunetrack: {s3_url} holds runs but its index lists none: run `tunetrack reindex --dir {s3_url}`" in said
+
+    result = CliRunner().invoke(cli, ["reindex", "--dir", s3_url], catch_exceptions=False)
+    assert result.exit_code == 0 and result.stdout.startswith(f"indexed 15 runs in {s3_url} ("), result.output
+    another_machine(monkeypatch, tmp_path, "fourth")
+    assert shown(s3_url) == before
+    assert blobs.list_blobs(".index-log/")  # announced: a warm reader takes them in too
+
+
+def test_reindex_drops_the_entries_of_runs_gone(
+    s3_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = "import sys\nfrom tunetrack import Tracker\nwith Tracker(dir=sys.argv[1], name=sys.argv[2], system=False) as t:\n    t.log({'loss': 1.0}, step=1)\n    print(t.id)"
+    ids = {}
+    for name in ("kept", "gone"):
+        proc = python(code, s3_url, name)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        ids[name] = out.strip()
+    blobs = open_blobs(s3_url)
+    for blob in blobs.list_blobs(f"{ids['gone']}/"):  # removed behind tunetrack's back
+        blobs.delete(blob.key)
+    assert CliRunner().invoke(cli, ["reindex", "--dir", s3_url]).stdout.startswith("indexed 1 runs")
+    another_machine(monkeypatch, tmp_path, "second")
+    assert [r.name for r in list_runs(s3_url)] == ["kept"]
+    assert not any(ids["gone"] in b.key for b in blobs.list_blobs(".index/"))
+    assert os.environ["TUNETRACK_CACHE"].endswith("second")

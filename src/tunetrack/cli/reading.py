@@ -60,7 +60,8 @@ def ls_command(
     from ..reader.where import select
     from . import export, printing
 
-    listed = list_runs(dir, project=project, state=state, tags=list(tags))
+    newest = limit if where is None and sort is None else None  # the newest few: only those opened
+    listed = list_runs(dir, project=project, state=state, tags=list(tags), limit=newest)
     if project is not None and not listed and (missing := no_project(dir, project)):
         raise click.ClickException(missing)
     runs = select(listed, where, sort, best)[:limit]

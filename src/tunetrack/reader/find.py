@@ -66,16 +66,47 @@ def list_runs(
     project: str | None = None,
     state: str | None = None,
     tags: Sequence[str] | None = None,
+    limit: int | None = None,
 ) -> list[Run]:
-    """Runs in the store, newest first, filtered by project, state and tags (all must match)."""
-    runs = all_runs(store_at(dir))
-    if project is not None:
-        runs = [r for r in runs if r.project == project]
-    if tags:
-        runs = [r for r in runs if set(tags) <= set(r.tags)]
-    if state is not None:
-        runs = [r for r in runs if r.state == state]
-    return sorted(runs, key=lambda r: r.created, reverse=True)
+    """Runs in the store, newest first, filtered by project, state and tags (all must match); with
+    ``limit``, the newest that many only, which opens only the runs it returns where the store's
+    index dates the others (``Store.created_times``: 20 of 100,000 runs)."""
+
+    def wanted(r: Run) -> bool:
+        return (
+            (project is None or r.project == project)
+            and (not tags or set(tags) <= set(r.tags))
+            and (state is None or r.state == state)
+        )
+
+    store = store_at(dir)
+    if limit is not None:
+        return newest(store, wanted, limit)
+    return sorted(filter(wanted, all_runs(store)), key=lambda r: r.created, reverse=True)
+
+
+def newest(store: Store, wanted: Callable[[Run], bool], limit: int) -> list[Run]:
+    """The ``limit`` newest runs of ``store`` that are ``wanted``: the runs the store cannot date
+    unread are opened first, then the others newest first until enough are found."""
+    entries = store.entries()
+    created = store.created_times()
+    with no_cyclic_gc():
+        undated = [run for i, stamp in entries if i not in created and (run := load(store, i, stamp))]
+    keep(store, undated, {run_id for run_id, _ in entries})
+    order = sorted(
+        [(created[i], i, stamp, None) for i, stamp in entries if i in created]
+        + [(run.created, run.id, None, run) for run in undated],
+        key=lambda each: each[0],
+        reverse=True,
+    )
+    out: list[Run] = []
+    for _, run_id, stamp, run in order:
+        run = run or load(store, run_id, stamp)
+        if run is not None and wanted(run):
+            out.append(run)
+            if len(out) == limit:
+                break
+    return out
 
 
 def no_project(dir: str | os.PathLike[str] | None, project: str) -> str | None:

@@ -169,6 +169,12 @@ class Store(Protocol):
         when the run's listing changes."""
         ...
 
+    def created_times(self) -> dict[str, float]:
+        """When each run was created, for the runs the store can date without reading them (its
+        index, as the last ``entries()`` found it): a listing of the newest few orders 100,000 runs
+        by it and opens only those it shows."""
+        ...
+
     def reindex(self) -> int:
         """Rebuild the store's index from the runs alone (``tunetrack reindex``): the runs indexed."""
         ...

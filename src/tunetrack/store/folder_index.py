@@ -45,7 +45,7 @@ DIR = ".index"
 LOG = "log.jsonl"
 SNAPSHOT = "snapshot.msgpack"
 COMPACT_LOCK = "compact.lock"
-FORMAT = 1
+FORMAT = 2
 #: log bytes past the snapshot after which the next process that ends (or reader) folds them in
 COMPACT_BYTES = 4 << 20
 
@@ -87,10 +87,11 @@ class Listed:
     """One run as the index holds it: its run.json decoded when asked, the rest when a listing shows
     it. ``stamp`` (a negative int: never a folder's mtime) changes with the state."""
 
-    __slots__ = ("_rest", "_run", "settled", "stamp")
+    __slots__ = ("_rest", "_run", "created", "settled", "stamp")
 
-    def __init__(self, stamp: int, run: bytes, rest: bytes, is_settled: bool) -> None:
+    def __init__(self, stamp: int, run: bytes, rest: bytes, is_settled: bool, created: float) -> None:
         self.stamp, self._run, self._rest, self.settled = stamp, run, rest, is_settled
+        self.created = created  # run.json's, undecoded: listings order runs by it before reading any
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> Listed:
@@ -101,7 +102,9 @@ class Listed:
             default=str,
         )
         digest = hashlib.blake2b(run + rest, digest_size=7).digest()
-        return cls(-1 - int.from_bytes(digest, "big"), run, rest, settled(entry))
+        created = entry["run"].get("created")
+        created = float(created) if isinstance(created, int | float) else 0.0
+        return cls(-1 - int.from_bytes(digest, "big"), run, rest, settled(entry), created)
 
     @property
     def run(self) -> dict[str, Any]:
@@ -185,9 +188,9 @@ class FolderIndex:
             return
         with no_cyclic_gc():
             columns = zip(
-                data["ids"], data["stamps"], data["runs"], data["rest"], data["settled"], strict=True
+                *(data[k] for k in ("ids", "stamps", "runs", "rest", "settled", "created")), strict=True
             )
-            self._held = {i: Listed(stamp, run, rest, s) for i, stamp, run, rest, s in columns}
+            self._held = {i: Listed(stamp, run, rest, s, c) for i, stamp, run, rest, s, c in columns}
         self._offset = int(data["log"])
 
     def _read_log(self) -> None:
@@ -242,6 +245,7 @@ class FolderIndex:
                     "runs": [v._run for v in held.values()],
                     "rest": [v._rest for v in held.values()],
                     "settled": [v.settled for v in held.values()],
+                    "created": [v.created for v in held.values()],
                 }
                 path = self.dir / SNAPSHOT
                 tmp = path.with_name(f".{SNAPSHOT}.{os.getpid()}.{secrets.token_hex(4)}.tmp")

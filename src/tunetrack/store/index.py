@@ -147,6 +147,15 @@ class Entry:
         return self.body.get("end") is not None or "edit" in self.body
 
 
+def created_of(entries: list[Entry]) -> float | None:
+    """When the run of ``entries`` (its processes' and edits') was created, as its processes' say."""
+    for entry in entries:
+        created = entry.body.get("run", {}).get("created") if "proc" in entry.body else None
+        if isinstance(created, int | float):
+            return float(created)
+    return None
+
+
 class Listing:
     """One reader's view of a store's index, kept current (and on disk between commands)."""
 
@@ -283,6 +292,7 @@ __all__ = [
     "Entry",
     "Listing",
     "announce",
+    "created_of",
     "dumps",
     "edit_entry",
     "edit_key",

@@ -375,6 +375,12 @@ class LocalStore:
                 continue  # deleted meanwhile
         return out
 
+    def created_times(self) -> dict[str, float]:
+        """When each run the index knows was created (no file read)."""
+        if self.index is None:
+            return {}
+        return {run_id: listed.created for run_id, listed in self.index.read().items()}
+
     def _names(self) -> list[str]:
         """The store's run folders, by name: one listing of its folder, no file looked at."""
         try:

@@ -18,9 +18,9 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),
-keep them in a local cache (they never change), and list a store from its index (``index.py``).
-Deleting a run deletes its index entries first (and announces them, so warm listings drop the run),
-then its objects, this machine's spool copy and cached downloads of it.
+keep them in a local cache (they never change), and list a store from its index (``index.py``;
+``index_rebuild.py`` makes it again). Deleting a run deletes its index entries first (announced, so
+warm listings drop it), then its objects, this machine's spool copy and cached downloads of it.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from .index import (
     Entry,
     Listing,
     announce,
+    created_of,
     dumps,
     edit_entry,
     edit_key,
@@ -89,7 +90,6 @@ class ObjectStore:
         self.listing = Listing(self.blobs, self.cache)
         self._index: dict[str, list[Entry]] = {}  # run id -> its processes' index entries, as last listed
         self._lock = threading.Lock()
-        self._looked_for_lost = False  # whether an empty index was checked against the bucket once
 
     def __str__(self) -> str:
         return self.url
@@ -253,14 +253,18 @@ class ObjectStore:
         """Rebuild the index from the runs' objects (``tunetrack reindex``); the runs indexed."""
         return index_rebuild.rebuild(self.blobs)
 
+    def created_times(self) -> dict[str, float]:
+        """When each run the last listing found was created, from its index entries."""
+        with self._lock:
+            found = {run_id: created_of(entries) for run_id, entries in self._index.items()}
+        return {run_id: created for run_id, created in found.items() if created is not None}
+
     def entries(self) -> list[tuple[str, Any]]:
         """Every run with an index entry (``index.Listing``: a short LIST and a GET per live process
-        once this machine has looked before). The stamp changes when any of the run's entries does.
-        An empty index over a bucket that holds runs is said once (it was lost: ``reindex``)."""
+        once this machine has looked before); a stamp changes when any of the run's entries does."""
         index = self.listing.runs()
-        if not index and not self._looked_for_lost:
+        if not index:  # lost, or an empty store: one more LIST
             index_rebuild.warn_if_lost(self.blobs)
-        self._looked_for_lost = True
         with self._lock:
             self._index = index
         return [
@@ -382,7 +386,7 @@ class RemoteRun:
         return blob.mtime if blob is not None else None
 
     def indexed(self) -> bool:
-        return bool(self._processes_listed())
+        return bool(self._processes_listed())  # found by listing the store, its objects unread
 
     def summary(self) -> dict[str, Any] | None:
         """The run as its index entries describe it (written at every upload), when it was found by

@@ -1,10 +1,10 @@
 """A team's store at scale (issue 36): build a folder of 100,000 ended runs once, then measure what
 reading it costs. Nothing is asserted (the exit code stays 0).
 
-    PYTHONPATH=src python benchmarks/big_store.py build DIR [--runs 100000] [--templates 200]
+    PYTHONPATH=src python benchmarks/big_store.py build DIR [--runs 100000] [--templates 200] [--steps 20]
     PYTHONPATH=src python benchmarks/big_store.py measure DIR [--reps 3] [--dashboard] [--compact]
 
-``build`` records ``--templates`` real runs with ``tunetrack.Tracker`` (20 steps each: a loss every
+``build`` records ``--templates`` real runs with ``tunetrack.Tracker`` (``--steps`` steps each: a loss every
 step, an eval loss every fifth, a learning rate; a LoRA config; 10 projects), then fills the store up
 to ``--runs`` with copies of them under new run ids and names, spread over a year of creation times:
 each copy's records (``*.ttr``) are the template's bytes, its ``run.json``, process metadata and end
@@ -46,7 +46,7 @@ STEPS = 20
 YEAR = 365 * 24 * 3600.0
 
 
-def _templates(root: Path, n: int) -> list[Path]:
+def _templates(root: Path, n: int, steps: int) -> list[Path]:
     """``n`` runs recorded by the Tracker into ``root``, their folders."""
     from tunetrack import Tracker
 
@@ -63,7 +63,7 @@ def _templates(root: Path, n: int) -> list[Path]:
             system=False,
             console=False,
         ) as t:
-            for step in range(1, STEPS + 1):
+            for step in range(1, steps + 1):
                 row = {"loss": 2.0 / step + rng.random() * 0.1, "learning_rate": lr}
                 if step % 5 == 0:
                     row["eval/loss"] = 2.2 / step + rng.random() * 0.1
@@ -108,14 +108,14 @@ def _copy(template: Path, dest_root: Path, run_id: str, name: str, project: str,
             shutil.copyfile(path, out / path.name)
 
 
-def build(root: Path, runs: int, templates: int) -> None:
+def build(root: Path, runs: int, templates: int, steps: int) -> None:
     from tunetrack.reader import list_runs, open_run
     from tunetrack.store.layout import new_run_id
     from tunetrack.store.local import LocalStore
 
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    made = _templates(root, templates)
+    made = _templates(root, templates, steps)
     print(f"{templates} runs recorded in {time.perf_counter() - started:.1f} s", flush=True)
     rng = random.Random(1)
     now = time.time()
@@ -131,7 +131,7 @@ def build(root: Path, runs: int, templates: int) -> None:
     sample = open_run(
         f"run-{runs - 1}" if runs > templates else f"t{templates - 1}", root
     )  # a copy reads back as a run: its own id, its points
-    assert sample.series("loss").steps.tolist() == list(range(1, STEPS + 1)), sample.id
+    assert sample.series("loss").steps.tolist() == list(range(1, steps + 1)), sample.id
     print(f"{len(list_runs(root)):,} runs listed", flush=True)
 
 
@@ -211,6 +211,12 @@ def main() -> None:
     parser.add_argument("dir", type=Path)
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--templates", type=int, default=200)
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=STEPS,
+        help="build: steps a run (2.2 points a step: 45455 for 10^9 at 10,000 runs)",
+    )
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--compact", action="store_true", help="measure: compact, then query again")
     parser.add_argument(
@@ -218,7 +224,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.what == "build":
-        build(args.dir, args.runs, args.templates)
+        build(args.dir, args.runs, args.templates, args.steps)
     else:
         measure(args.dir, args.reps, args.compact, args.dashboard)
 

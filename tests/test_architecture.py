@@ -83,6 +83,7 @@ CORE = {
     "tunetrack.redact",
     "tunetrack.failures",
     "tunetrack.jsonfile",
+    "tunetrack.gc_pause",
     "tunetrack.config",
     "tunetrack.config.capture",
     "tunetrack.config.tree",

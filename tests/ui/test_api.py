@@ -285,10 +285,14 @@ def test_the_runs_listing_brings_the_last_values_of_the_keys_asked_for(root):
         }
         page = c.get("/", params={"key": ["reward", "a&b"]}).text  # preloads what its script asks for
         assert (
-            '<link rel="preload" href="/api/runs?format=table&amp;key=reward&amp;key=a%26b" as="fetch"'
+            '<link rel="preload" href="/api/runs?format=table&amp;key=reward&amp;key=a%26b&amp;newest=100"'
             in page
         )
-        assert '<link rel="preload" href="/api/runs?format=table" as="fetch"' in c.get("/").text
+        assert (
+            '<link rel="preload" href="/api/runs?format=table&amp;newest=100" as="fetch"' in c.get("/").text
+        )
+        sorted_page = c.get("/", params={"sort": "name:asc"}).text  # needs every run: the whole table
+        assert '<link rel="preload" href="/api/runs?format=table" as="fetch"' in sorted_page
         # the page's own format: the same runs as arrays, one cell per key some run has
         table = c.get("/api/runs", params={"format": "table", "key": ["reward:best", "nope"]}).json()
         assert table["keys"] == ["reward"] and table["fields"][:2] == ["id", "name"]
@@ -320,6 +324,35 @@ def test_a_poll_of_an_unchanged_runs_table_is_a_304(root):
         t.finish()
         ended = c.get("/api/runs", headers={"If-None-Match": etag})
         assert ended.status_code == 200 and ended.json()[0]["state"] == "finished"
+
+
+def test_a_first_screen_is_the_newest_rows_of_the_table_without_building_it(root):
+    """``newest``: what the runs page asks for first. A fresh dashboard opens only those runs (its
+    table stays unbuilt), and they are the table's first rows, filters and all."""
+    ids = []
+    for i in range(5):
+        with Tracker(dir=root, name=f"r{i}", project=f"p{i % 2}", system=False) as t:
+            t.log({"loss": 1.0 / (i + 1), "reward": float(i)}, step=1)
+        ids.append(t.id)
+    live = Tracker(dir=root, name="live", project="p0", system=False).start()
+    live.log({"loss": 0.25}, step=3)
+    live.flush()
+    try:
+        with client(root) as c:
+            app = c.app  # a fresh server before its warm-up (``ui.app.warm``) built the table
+            asked = {"newest": 3, "key": ["loss", "reward"]}
+            first = c.get("/api/runs", params=asked).json()
+            assert not app.state.catalog._rows  # not built: only those runs were opened
+            table = c.get("/api/runs", params={"key": ["loss", "reward"]}).json()
+            assert [r["name"] for r in first] == ["live", "r4", "r3"]
+            assert (
+                first == table[:3] and first[0]["state"] == "running" and first[0]["last"] == {"loss": 0.25}
+            )
+            p1 = c.get("/api/runs", params={"newest": 1, "project": "p1", "format": "table"}).json()
+            assert [row[1] for row in p1["rows"]] == ["r3"]
+            assert c.get("/api/runs", params={"newest": 0}).status_code == 422
+    finally:
+        live.finish()
 
 
 def test_the_runs_table_reads_no_data_file_of_an_ended_run(root):

@@ -178,6 +178,22 @@ def test_every_route_for_every_role(team_store):
             assert shown in c.get("/api/runs", headers=auth).text  # dee still reads the other project
 
 
+def test_a_first_screen_before_the_table_shows_no_hidden_run(team_store):
+    """``newest``, asked of a fresh dashboard (its table not built: the runs are opened from the
+    store's index) and of one that built it, leaves out what the person may not read."""
+    root, team_file, shown, hidden, texts = team_store
+    for who, role in ROLES.items():
+        if RANK[role] != 0 or who == "eve":
+            continue
+        auth = {"Authorization": f"Bearer {texts[who]}"}
+        fresh = client(root, team_file)
+        for c in (fresh, fresh):  # the second time, from the table the first request's poll built
+            first = c.get("/api/runs", params={"newest": 5, "format": "table"}, headers=auth)
+            assert first.status_code == 200 and first.headers["cache-control"] == "no-store"
+            assert shown in first.text and hidden not in first.text and "launch-plan" not in first.text
+            c.get("/api/runs", headers=auth)
+
+
 def test_pages_send_nobody_to_sign_in_and_never_show_a_hidden_run(team_store):
     root, team_file, shown, hidden, texts = team_store
     c = client(root, team_file)

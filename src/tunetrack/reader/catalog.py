@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .. import aggregates
+from ..gc_pause import no_cyclic_gc
 from ..metric_keys import LOSS_LIKE, minimized, spelled
 from ..states import State
 from ..store import layout
-from ..store.gc_pause import no_cyclic_gc
 from .as_json import run_json
-from .find import find_run, keep, load, store_at
+from .find import find_run, keep, load, newest, store_at
 from .run import Run
 
 #: A run without an end record turns ``crashed`` without writing anything: look at it again this often.
@@ -95,21 +95,54 @@ class Catalog:
         lower = spelled(best)
         with no_cyclic_gc():
             out = [
-                {
-                    **{k: v for k, v in row.items() if k != "aggregates"},
-                    "last": {k: row["last"][k] for k in keys if k in row["last"]},
-                    "summary": {
-                        k: aggregates.summary(agg, lower.get(k, minimized(k)))
-                        for k in keys
-                        if (agg := row["aggregates"].get(k)) is not None
-                    },
-                }
+                _shaped(row, keys, lower)
                 for _, _, row in self._rows.values()
                 if (project is None or row["project"] == project)
                 and (state is None or row["state"] == state)
                 and (visible is None or visible(row["project"]))
             ]
         return sorted(out, key=lambda row: row["created"], reverse=True)
+
+    def newest(
+        self,
+        limit: int,
+        project: str | None = None,
+        state: str | None = None,
+        keys: Sequence[str] = LOSS_LIKE,
+        *,
+        best: Mapping[str, bool] | None = None,
+        visible: Visibility | None = None,
+    ) -> list[dict[str, Any]]:
+        """The first ``limit`` rows of ``rows`` (the newest runs), without the whole table where it
+        was never built: the runs are ordered by the store's index and only those shown are opened
+        (``find.newest``, as ``tunetrack ls --limit``), so a fresh dashboard's first screen of
+        100,000 runs does not wait for their table."""
+        if self._rows:
+            return self.rows(project, state, keys, refresh=False, best=best, visible=visible)[:limit]
+
+        def wanted(run: Run) -> bool:
+            return (
+                (project is None or run.project == project)
+                and (visible is None or visible(run.project))
+                and (state is None or run.state == state)
+            )
+
+        lower = spelled(best)
+        return [_shaped(self._row(run), keys, lower) for run in newest(self.store, wanted, limit)]
+
+    def _row(self, run: Run) -> dict[str, Any]:
+        """The table's row of ``run``: its JSON shape, with every key's stored aggregates."""
+        live = run.state == State.RUNNING
+        shown = self._fresh(run) if live else run
+        row = run_json(shown, shown.latest())
+        # an ended run's aggregates come from its end records; a live one's data is read anyway
+        # (incrementally, in the parsed-run cache). A run that ended without them (written by
+        # an older version, or rewound) shows none here rather than have a cold table read
+        # every such run's data: `tunetrack ls` computes them. A fork's are its parent's and its
+        # own together, which no end record holds: read (forks are few)
+        stored = shown.aggregates() if live or shown.fork else shown.stored_aggregates()
+        row["aggregates"] = stored or {}
+        return row
 
     def keys(self, visible: Visibility | None = None) -> list[str]:
         """Every metric key some run of the table has a last value of, sorted: worked out once per
@@ -194,16 +227,7 @@ class Catalog:
                 loaded.append(run)
                 live = run.state == State.RUNNING
                 stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
-                shown = self._fresh(run) if live else run
-                row = run_json(shown, shown.latest())
-                # an ended run's aggregates come from its end records; a live one's data is read anyway
-                # (incrementally, in the parsed-run cache). A run that ended without them (written by
-                # an older version, or rewound) shows none here rather than have a cold table read
-                # every such run's data: `tunetrack ls` computes them. A fork's are its parent's and its
-                # own together, which no end record holds: read (forks are few)
-                stored = shown.aggregates() if live or shown.fork else shown.stored_aggregates()
-                row["aggregates"] = stored or {}
-                rows[run_id] = (stamp, now, row)
+                rows[run_id] = (stamp, now, self._row(run))
                 changed = changed or hit is None or hit[2] != rows[run_id][2]
                 built = built or isinstance(stamp, int)
             if changed or rows.keys() != self._rows.keys():
@@ -215,6 +239,19 @@ class Catalog:
                 ended = {k: [stamp, row] for k, (stamp, _, row) in rows.items() if isinstance(stamp, int)}
                 store.keep(layout.ROWS, {"format": ROWS_FORMAT, "rows": ended})
             return self._version
+
+
+def _shaped(row: dict[str, Any], keys: Sequence[str], lower: Mapping[str, bool]) -> dict[str, Any]:
+    """A table row as ``rows`` gives it: the last values and the summaries of ``keys`` only."""
+    return {
+        **{k: v for k, v in row.items() if k != "aggregates"},
+        "last": {k: row["last"][k] for k in keys if k in row["last"]},
+        "summary": {
+            k: aggregates.summary(agg, lower.get(k, minimized(k)))
+            for k in keys
+            if (agg := row["aggregates"].get(k)) is not None
+        },
+    }
 
 
 def _kept_rows(store: Any) -> dict[str, tuple[int, dict[str, Any]]]:

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 
 from .. import settings
 from ..errors import AmbiguousRun, RunNotFound
+from ..gc_pause import no_cyclic_gc
 from ..store import Store, open_store
-from ..store.gc_pause import no_cyclic_gc
 from . import listing_cache
 from .names import closest
 from .run import Run, load

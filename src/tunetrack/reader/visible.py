@@ -43,6 +43,10 @@ class Visible:
         """``Catalog.rows``, of the runs this reader may see."""
         return self.catalog.rows(*args, visible=self.may_read, **options)
 
+    def newest(self, *args: Any, **options: Any) -> list[dict[str, Any]]:
+        """``Catalog.newest``, of the runs this reader may see."""
+        return self.catalog.newest(*args, visible=self.may_read, **options)
+
     def hides(self, run_id: str) -> bool:
         """Whether ``run_id`` is a run of the store this reader may not see (a run the store no longer
         holds is not: its id is all that is left of it): what a page of a run they may read leaves out

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from .. import aggregates
 from ..config.names import ALIASES
 from ..errors import AmbiguousName
+from ..gc_pause import no_cyclic_gc
 from ..metric_keys import minimized, spelled, spellings
-from ..store.gc_pause import no_cyclic_gc
 from ..values import is_number, missing_last
 from .names import CONFIGS_SUGGESTED, config_key, short_names, unknown
 

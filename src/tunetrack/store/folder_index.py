@@ -35,9 +35,9 @@ from typing import Any
 
 import msgpack
 
+from ..gc_pause import no_cyclic_gc
 from ..jsonfile import read_json
 from . import ends, layout
-from .gc_pause import no_cyclic_gc
 from .process_meta import LISTED
 from .process_meta import read as read_meta
 

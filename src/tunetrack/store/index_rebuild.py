@@ -75,7 +75,7 @@ def _run(blobs: Blobs, run_id: str) -> bool:
             end = ends.read(loads(blobs.get(f"{run_id}/{proc}{layout.END_SUFFIX}")))
             beat_body = loads(blobs.get(f"{run_id}/{proc}{layout.BEAT_SUFFIX}")) or {}
             beat = float(beat_body.get("time") or names[name].mtime)
-            last = end.get("last") if end is not None else None
+            last = dict(found) if end is not None and (found := end.get("last")) is not None else None
             entry = index_entry(run, proc, meta, last, dict(end) if end is not None else None, beat)
             keys.append((entry_key(run_id, proc, float(meta.get("start") or beat)), entry))
         elif (edit := layout.edit_of(name)) is not None and (body := loads(blobs.get(f"{run_id}/{name}"))):

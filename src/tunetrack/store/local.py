@@ -21,11 +21,11 @@ from typing import Any
 
 import msgpack
 
+from ..gc_pause import no_cyclic_gc
 from ..jsonfile import read_json, write_json_atomic
 from . import ends, jobs, layout
 from .ends import EndRecord
 from .folder_index import FolderIndex, Listed
-from .gc_pause import no_cyclic_gc
 from .process_files import ProcessFiles, write_atomic, write_edit
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from html import escape
+from typing import Any
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, HTTPException, Request
@@ -58,6 +59,17 @@ def router(uplot_tag: str | None) -> APIRouter:
     return pages
 
 
+#: the runs page's first screen: the newest runs, asked for before the whole table (runs.js NEWEST)
+NEWEST = 100
+
+
+def first_screen(params: Any) -> list[tuple[str, str]]:
+    """``newest`` where the runs page asks for its first screen before the whole table (runs.js
+    ``firstScreen``): the table newest first, and nothing that needs every run."""
+    every = any(k in params for k in ("where", "group", "brush"))
+    return [] if every or params.get("sort", "created:desc") != "created:desc" else [("newest", str(NEWEST))]
+
+
 def _page(html: str) -> Callable[[Request], HTMLResponse]:
     def serve(request: Request) -> HTMLResponse:
         # The runs table's URL holds its columns (and the API takes the same query): the page
@@ -66,7 +78,7 @@ def _page(html: str) -> Callable[[Request], HTMLResponse]:
         # Only the listing's own parameters: the page's other choices (sort, filter, groups) are
         # applied to the rows it has, and the rows of one set of columns are one cached body.
         listing = [(k, v) for k, v in request.query_params.multi_items() if k in LISTING]
-        query = urlencode([("format", "table"), *listing])
+        query = urlencode([("format", "table"), *listing, *first_screen(request.query_params)])
         return HTMLResponse(html.replace("<!--query-->", escape(f"?{query}")))
 
     return serve

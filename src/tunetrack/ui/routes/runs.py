@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 
 from ... import aggregates
 from ...errors import TunetrackError, one_line
+from ...gc_pause import no_cyclic_gc
 from ...metric_keys import LOSS_LIKE, loss_columns, minimized
 from ...reader import Catalog, Run, Series, numeric_values, present, run_json, run_text, thin
 from ...reader.as_text import config_text
@@ -91,8 +92,18 @@ def runs(
     format: Annotated[
         str, Query(pattern="^(rows|table)$", description="rows: a list of runs; table: the runs page's")
     ] = "rows",
+    newest: Annotated[
+        int | None,
+        Query(ge=1, le=1000, description="only the newest N: a first screen that opens only those runs"),
+    ] = None,
 ) -> Response:
     listings: Listings = request.app.state.listings
+    shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
+    ways = best_ways(best)
+    if newest is not None:  # before the whole table is built: not kept, not versioned
+        rows = catalog.newest(newest, project, state, shown_keys, best=ways)
+        body = dumped(rows, shown_keys, format == "table")
+        return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
     version = catalog.refresh()
     headers = {
         "ETag": f'"{listings.boot}-{version}"',
@@ -101,8 +112,6 @@ def runs(
     }
     if request.headers.get("if-none-match") == headers["ETag"]:
         return Response(status_code=304, headers=headers)
-    shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
-    ways = best_ways(best)
     # a team member's rows are kept under what they may read: one body serves everyone who sees the same
     scope = catalog.scope() if isinstance(catalog, Visible) else ""
     query = f"{scope}?{request.url.query}"
@@ -125,11 +134,17 @@ def listing(
     body = listings.get(query, version)
     if body is None:
         rows = catalog.rows(project=project, state=state, keys=keys, refresh=False, best=best)
-        for row in rows:  # what the page reads of a summary: its last value is the row's `last`
-            row["summary"] = {k: {f: s[f] for f in LISTED_SUMMARY} for k, s in row["summary"].items()}
-        body = TABLE.dump_json(as_table(rows, keys)) if table else ROWS.dump_json(rows)
+        body = dumped(rows, keys, table)
         listings.keep(query, version, body)
     return body
+
+
+def dumped(rows: list[dict[str, Any]], keys: Sequence[str], table: bool) -> bytes:
+    """Rows (``Catalog.rows``) as the listing's JSON: the runs page's ``table``, else the rows."""
+    with no_cyclic_gc():  # 100,000 rows' lists and dicts: no cycle among them
+        for row in rows:  # what the page reads of a summary: its last value is the row's `last`
+            row["summary"] = {k: {f: s[f] for f in LISTED_SUMMARY} for k, s in row["summary"].items()}
+        return TABLE.dump_json(as_table(rows, keys)) if table else ROWS.dump_json(rows)
 
 
 def as_table(rows: list[dict[str, Any]], keys: Sequence[str]) -> dict[str, Any]:

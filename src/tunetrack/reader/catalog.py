@@ -8,12 +8,13 @@ file of it changed (name, size or mtime), and then reads only the bytes appended
 
 from __future__ import annotations
 
+import heapq
 import math
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from .. import aggregates
@@ -94,14 +95,24 @@ class Catalog:
             self.refresh()
         lower = spelled(best)
         with no_cyclic_gc():
-            out = [
-                _shaped(row, keys, lower)
-                for _, _, row in self._rows.values()
-                if (project is None or row["project"] == project)
+            out = [_shaped(row, keys, lower) for row in self._matching(project, state, visible)]
+        return sorted(out, key=lambda row: row["created"], reverse=True)
+
+    def _matching(
+        self, project: str | None, state: str | None, visible: Visibility | None
+    ) -> Iterator[dict[str, Any]]:
+        for _, _, row in list(self._rows.values()):
+            if (
+                (project is None or row["project"] == project)
                 and (state is None or row["state"] == state)
                 and (visible is None or visible(row["project"]))
-            ]
-        return sorted(out, key=lambda row: row["created"], reverse=True)
+            ):
+                yield row
+
+    @property
+    def version(self) -> int:
+        """The table's version as the last ``refresh`` left it (0: never built), without a refresh."""
+        return self._version
 
     def newest(
         self,
@@ -117,8 +128,12 @@ class Catalog:
         was never built: the runs are ordered by the store's index and only those shown are opened
         (``find.newest``, as ``tunetrack ls --limit``), so a fresh dashboard's first screen of
         100,000 runs does not wait for their table."""
-        if self._rows:
-            return self.rows(project, state, keys, refresh=False, best=best, visible=visible)[:limit]
+        lower = spelled(best)
+        if self._rows:  # built: its newest rows, without shaping the other 100,000
+            top = heapq.nlargest(
+                limit, self._matching(project, state, visible), key=lambda row: row["created"]
+            )
+            return [_shaped(row, keys, lower) for row in top]
 
         def wanted(run: Run) -> bool:
             return (
@@ -127,7 +142,6 @@ class Catalog:
                 and (state is None or run.state == state)
             )
 
-        lower = spelled(best)
         return [_shaped(self._row(run), keys, lower) for run in newest(self.store, wanted, limit)]
 
     def _row(self, run: Run) -> dict[str, Any]:

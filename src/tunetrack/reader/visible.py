@@ -60,6 +60,10 @@ class Visible:
     def refresh(self, share: bool = False) -> int:
         return self.catalog.refresh(share)
 
+    @property
+    def version(self) -> int:
+        return self.catalog.version
+
     def scope(self) -> str:
         """A short name of what this reader sees (the projects it may read of those there are), so
         that answers kept for one person serve everyone who sees the same runs."""

@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,7 @@ class FolderIndex:
         self._held: dict[str, Listed] = {}
         self._offset = 0  # the log bytes folded into ``_held``
         self._snapshot: tuple[int, int] | None = None  # the snapshot file they started from
+        self._lock = threading.RLock()  # one view, shared by a dashboard's threads
 
     # -- writing: the processes that change runs -----------------------------------------------------
     def record(self, run_dir: Path) -> None:
@@ -166,12 +168,13 @@ class FolderIndex:
     def read(self) -> dict[str, Listed]:
         """Every run the index knows, by id: the snapshot, then the log from where it stops (from
         where this view stopped, when it has looked before and the snapshot is the same)."""
-        snapshot = _identity(self.dir / SNAPSHOT)
-        if snapshot != self._snapshot:
-            self._load_snapshot()
-            self._snapshot = snapshot
-        self._read_log()
-        return self._held
+        with self._lock:
+            snapshot = _identity(self.dir / SNAPSHOT)
+            if snapshot != self._snapshot:
+                self._load_snapshot()
+                self._snapshot = snapshot
+            self._read_log()
+            return dict(self._held)  # the caller's to iterate while another thread looks again
 
     def held(self, run_id: str) -> Listed | None:
         """The run as the last ``read`` found it, if it holds the run as ended."""
@@ -217,12 +220,15 @@ class FolderIndex:
         """Take in what a reader read from the folders of runs the index did not know (or knew
         stale), and drop the runs whose folders are gone; whether anything changed."""
         present = set(present)
-        gone = [run_id for run_id in self._held if run_id not in present]
-        for run_id in gone:
-            del self._held[run_id]
         new = {k: Listed.of(e) for k, e in entries.items()}
-        new = {k: v for k, v in new.items() if (held := self._held.get(k)) is None or held.stamp != v.stamp}
-        self._held.update(new)
+        with self._lock:
+            gone = [run_id for run_id in self._held if run_id not in present]
+            for run_id in gone:
+                del self._held[run_id]
+            new = {
+                k: v for k, v in new.items() if (held := self._held.get(k)) is None or held.stamp != v.stamp
+            }
+            self._held.update(new)
         return bool(gone or new)
 
     def lagging(self) -> bool:
@@ -236,10 +242,11 @@ class FolderIndex:
             self.dir.mkdir(exist_ok=True)
             with open(self.dir / COMPACT_LOCK, "ab") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held = self._held
+                with self._lock:
+                    held, offset = dict(self._held), self._offset
                 body = {
                     "format": FORMAT,
-                    "log": self._offset,
+                    "log": offset,
                     "ids": list(held),
                     "stamps": [v.stamp for v in held.values()],
                     "runs": [v._run for v in held.values()],

@@ -15,6 +15,7 @@ from ...errors import NotVisible, RunNotFound
 from ...metric_keys import LOSS_LIKE
 from .. import assets
 from .deps import CatalogDep
+from .runs import NEWEST
 
 UPLOT_TYPES = {"js": "application/javascript", "css": "text/css"}
 #: what the runs listing (GET /api/runs) takes of a page's query
@@ -57,10 +58,6 @@ def router(uplot_tag: str | None) -> APIRouter:
             html = html.replace(placeholder, link if uplot_tag is not None else "")
         pages.add_api_route(path, _run_page(html) if path == "/run/{run_id}" else _page(html))
     return pages
-
-
-#: the runs page's first screen: the newest runs, asked for before the whole table (runs.js NEWEST)
-NEWEST = 100
 
 
 def first_screen(params: Any) -> list[tuple[str, str]]:

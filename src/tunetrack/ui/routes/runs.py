@@ -35,6 +35,8 @@ TABLE_FIELDS = ("id", "name", "project", "state", "failure", "tags", "hosts", "c
 #: what a listed run's summary of each key holds (a fifth of the listing's bytes are not repeated:
 #: its last value is the row's ``last``; the step of it and the count are on the run's own page)
 LISTED_SUMMARY = ("min", "max", "best", "best_step")
+#: the runs page's first screen: the newest runs, asked for before the whole table (runs.js NEWEST)
+NEWEST = 100
 #: a cursor is ``rewinds << CURSOR_BITS | points``: opaque to clients, who send back what they got
 CURSOR_BITS = 32
 
@@ -50,6 +52,7 @@ class Listings:
     def __init__(self) -> None:
         self._bodies: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
         self._lock = threading.Lock()
+        self.first = threading.Lock()  # one first screen made at a time (``first_screen``)
         self.boot = secrets.token_hex(
             4
         )  # in the ETag: another server's (or a restarted one's) versions differ
@@ -100,9 +103,8 @@ def runs(
     listings: Listings = request.app.state.listings
     shown_keys = LOSS_LIKE if key is None else list(dict.fromkeys(metric_key(k) for k in key))
     ways = best_ways(best)
-    if newest is not None:  # before the whole table is built: not kept, not versioned
-        rows = catalog.newest(newest, project, state, shown_keys, best=ways)
-        body = dumped(rows, shown_keys, format == "table")
+    if newest is not None:  # a first screen: answered from the table as it stands, not waiting for it
+        body = first_screen(listings, catalog, request.url.query, newest, project, state, shown_keys, ways)
         return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
     version = catalog.refresh()
     headers = {
@@ -136,6 +138,30 @@ def listing(
         rows = catalog.rows(project=project, state=state, keys=keys, refresh=False, best=best)
         body = dumped(rows, keys, table)
         listings.keep(query, version, body)
+    return body
+
+
+def first_screen(
+    listings: Listings,
+    catalog: Catalog,
+    query: str,
+    limit: int,
+    project: str | None,
+    state: str | None,
+    keys: Sequence[str],
+    best: Mapping[str, bool] | None = None,
+) -> bytes:
+    """The body of ``GET /api/runs?newest=...`` (``Catalog.newest``), made once per version of the
+    table: the warm-up's (``warm``) serves a browser that asks meanwhile, which waits for it rather
+    than open the same runs beside it."""
+    scope = catalog.scope() if isinstance(catalog, Visible) else ""
+    with listings.first:
+        version = catalog.version
+        body = listings.get(f"first:{scope}?{query}", version)
+        if body is None:
+            rows = catalog.newest(limit, project, state, keys, best=best)
+            body = dumped(rows, keys, table="format=table" in query)
+            listings.keep(f"first:{scope}?{query}", version, body)
     return body
 
 
@@ -176,6 +202,7 @@ def warm(catalog: Catalog, listings: Listings) -> None:
     that comes first waits for the same refresh instead of doing its own. A store that cannot be read
     is said by the requests, not here."""
     try:
+        first_screen(listings, catalog, f"format=table&newest={NEWEST}", NEWEST, None, None, LOSS_LIKE)
         version = catalog.refresh()
         listing(listings, catalog, version, "?format=table", None, None, LOSS_LIKE, table=True)
         catalog.keys()

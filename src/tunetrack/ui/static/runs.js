@@ -142,7 +142,13 @@ function draw() {
   }
   box.style.paddingTop = `${first * height}px`;
   box.style.paddingBottom = `${(items.length - last) * height}px`;
-  body.replaceChildren(...items.slice(first, last).map(item => (item.group ? groupRow(item.group) : tableRow(item))));
+  // a row drawn the same as before stays the same element (the whole table after its first screen, a
+  // poll): nothing under the pointer or a focused box is swapped away
+  const drawnRows = [...body.rows];
+  body.replaceChildren(...items.slice(first, last).map((item, i) => {
+    const row = item.group ? groupRow(item.group) : tableRow(item);
+    return drawnRows[i]?.isEqualNode(row) ? drawnRows[i] : row;
+  }));
   if (!rowHeight && body.rows.length) {  // now it can be measured: draw again at the true height
     rowHeight = body.rows[0].getBoundingClientRect().height;
     headHeight = box.querySelector("thead").getBoundingClientRect().height;

@@ -431,6 +431,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, 3 repetitions (CI smoke)")
     parser.add_argument("--reps", type=int, help="repetitions (default 5, 3 with --quick)")
     parser.add_argument("--runs", type=int, help="runs in the bucket for the listing rows (default 1,000)")
+    parser.add_argument(
+        "--only",
+        choices=["log", "live", "list", "tensorboard"],
+        action="append",
+        help="these rows only (repeatable)",
+    )
     args = parser.parse_args()
     reps = args.reps or (3 if args.quick else 5)
     runs = args.runs or (100 if args.quick else 1000)
@@ -442,14 +448,16 @@ def main() -> None:
     moto = Moto()
     results: dict[str, Any] = {}
     try:
-        print("1. log()", file=sys.stderr)
-        results["log"] = bench_log(moto, work, log_reps, calls)
-        print("2. log() to readable", file=sys.stderr)
-        results["live"] = bench_live(moto, work, 40 if args.quick else 80)
-        print("3./4. listing", file=sys.stderr)
-        results["list"] = bench_list(moto, work, runs, reps)
-        print("5. TensorBoard", file=sys.stderr)
-        results["tensorboard"] = bench_tensorboard(moto, work, runs)
+        rows = {
+            "log": ("1. log()", lambda: bench_log(moto, work, log_reps, calls)),
+            "live": ("2. log() to readable", lambda: bench_live(moto, work, 40 if args.quick else 80)),
+            "list": ("3./4. listing", lambda: bench_list(moto, work, runs, reps)),
+            "tensorboard": ("5. TensorBoard", lambda: bench_tensorboard(moto, work, runs)),
+        }
+        for name, (title, bench) in rows.items():
+            if not args.only or name in args.only:
+                print(title, file=sys.stderr)
+                results[name] = bench()
     finally:
         moto.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -460,35 +468,39 @@ def main() -> None:
 
 
 def report(r: dict[str, Any]) -> None:
-    log, live, lst, tb = r["log"], r["live"], r["list"], r["tensorboard"]
     print()
     print("tunetrack on object storage (moto's S3 server on 127.0.0.1), medians")
-    print(
-        f"1. log(): local {log['local_us']:.2f} µs/call, s3 {log['s3_us']:.2f} µs/call, ratio {log['ratio']:.3f}  (<= 1.10: {verdict(log['target_met'])})"
-    )
-    print(
-        f"   finish(): local {log['local_finish_s']:.2f} s, s3 {log['s3_finish_s']:.2f} s (the last upload included)"
-    )
-    print(
-        f"2. log() to readable in the bucket: median {live['median_s']:.2f} s, max {live['max_s']:.2f} s over {live['points']} points  (<= {live['upload_interval_s']:.0f} s + 1 s: {verdict(live['target_met'])})"
-    )
-    req = lst["requests"]
-    print(
-        f"3. tunetrack ls, {lst['runs']:,} runs: first listing {lst['first_s']:.2f} s ({req['first']} requests), cold {lst['cold_s']:.2f} s ({req['cold']} requests; <= 3 s: {verdict(lst['cold_met'])}), warm {lst['warm_s']:.2f} s ({req['warm']} requests; <= 0.5 s: {verdict(lst['warm_met'])})"
-    )
-    print(
-        f"   ls --where '{WHERE[1]}', warm: {lst['where_s']:.2f} s ({req['where']} requests; <= 1 s: {verdict(lst['where_s'] <= 1.0)})"
-    )
-    api = lst["api"]
-    print(
-        f"4. dashboard runs table (GET /api/runs, {api['rows']:,} rows): first {api['first_s']:.2f} s, warm {api['warm_s']:.3f} s  (<= 1 s: {verdict(api['target_met'])})"
-    )
-    if isinstance(tb, dict):
+    if (log := r.get("log")) is not None:
         print(
-            f"5. TensorBoard, the same {tb['runs']:,} runs from the same bucket: {tb['seconds']:.2f} s to load (tunetrack ls cold: {lst['cold_s']:.2f} s)"
+            f"1. log(): local {log['local_us']:.2f} µs/call, s3 {log['s3_us']:.2f} µs/call, ratio {log['ratio']:.3f}  (<= 1.10: {verdict(log['target_met'])})"
         )
-    else:
-        print(f"5. TensorBoard: {tb}")
+        print(
+            f"   finish(): local {log['local_finish_s']:.2f} s, s3 {log['s3_finish_s']:.2f} s (the last upload included)"
+        )
+    if (live := r.get("live")) is not None:
+        print(
+            f"2. log() to readable in the bucket: median {live['median_s']:.2f} s, max {live['max_s']:.2f} s over {live['points']} points  (<= {live['upload_interval_s']:.0f} s + 1 s: {verdict(live['target_met'])})"
+        )
+    if (lst := r.get("list")) is not None:
+        req = lst["requests"]
+        print(
+            f"3. tunetrack ls, {lst['runs']:,} runs: first listing {lst['first_s']:.2f} s ({req['first']} requests), cold {lst['cold_s']:.2f} s ({req['cold']} requests; <= 3 s: {verdict(lst['cold_met'])}), warm {lst['warm_s']:.2f} s ({req['warm']} requests; <= 0.5 s: {verdict(lst['warm_met'])})"
+        )
+        print(
+            f"   ls --where '{WHERE[1]}', warm: {lst['where_s']:.2f} s ({req['where']} requests; <= 1 s: {verdict(lst['where_s'] <= 1.0)})"
+        )
+        api = lst["api"]
+        print(
+            f"4. dashboard runs table (GET /api/runs, {api['rows']:,} rows): first {api['first_s']:.2f} s, warm {api['warm_s']:.3f} s  (<= 1 s: {verdict(api['target_met'])})"
+        )
+    if (tb := r.get("tensorboard")) is not None:
+        if isinstance(tb, dict):
+            cold = f" (tunetrack ls cold: {lst['cold_s']:.2f} s)" if lst is not None else ""
+            print(
+                f"5. TensorBoard, the same {tb['runs']:,} runs from the same bucket: {tb['seconds']:.2f} s to load{cold}"
+            )
+        else:
+            print(f"5. TensorBoard: {tb}")
 
 
 if __name__ == "__main__":

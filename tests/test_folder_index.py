@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from support.helpers import spawn_script
 from tunetrack import Tracker
 from tunetrack.manage import delete_runs, rename_run, tag_run
 from tunetrack.reader import Catalog, list_runs, open_run
+from tunetrack.reader.parquet import sources
 from tunetrack.reader.where import select
 from tunetrack.store import folder_index, layout
 from tunetrack.store.local import LocalStore
@@ -54,10 +56,23 @@ def test_ended_runs_are_listed_from_the_index_and_no_run_file_is_read(root, monk
     def no_file(*args, **kwargs):
         raise AssertionError("read a run's file")
 
+    def not_in_a_run(real):
+        def looked(path, *args, **kwargs):
+            rel = path.relative_to(root).parts if path.is_relative_to(root) else ()
+            assert not rel or rel[0].startswith("."), f"looked at {path}"  # the index's own files: fine
+            return real(path, *args, **kwargs)
+
+        return looked
+
     with monkeypatch.context() as m:
         m.setattr("tunetrack.store.local.read_json", no_file)
+        m.setattr(Path, "glob", not_in_a_run(Path.glob))
+        m.setattr(Path, "stat", not_in_a_run(Path.stat))
         first = listed(root)
+        # what a query checks against the compacted files: each process's bytes, as they ended
+        made_from = {r.id: sources(r) for r in list_runs(root)}
     assert first == {a: ("a", "finished", 0.5), b: ("b", "failed", 1.0)}
+    assert made_from == {r: {p.name[:-4]: p.stat().st_size for p in (root / r).glob("*.ttr")} for r in (a, b)}
     assert [r.id for r in select(list_runs(root), "loss:min < 0.8", "loss:min")] == [a]
     assert open_run(a, dir=root).history()["loss"].tolist() == [1.0, 0.5]  # the data: from the files
 

@@ -23,6 +23,7 @@ def entry(run: Run) -> dict[str, Any] | None:
                 "name": p.name,
                 "meta": {k: p.meta.get(k) for k in LISTED_META if k in p.meta},
                 "end": {k: v for k, v in p.end.items() if k != "config"} if p.end is not None else None,
+                "bytes": run.folder.data_size(p.name),
             }
             for p in run.processes
         ],

@@ -70,6 +70,7 @@ def read_entry(run_dir: Path) -> dict[str, Any] | None:
                     "name": proc,
                     "meta": {k: meta.get(k) for k in LISTED if k in meta},
                     "end": {k: v for k, v in end.items() if k != "config"} if end is not None else None,
+                    "bytes": _size(run_dir / f"{proc}{layout.DATA_SUFFIX}"),  # final once it ended
                 }
             )
         elif (edit := layout.edit_of(name)) is not None and (body := read_json(run_dir / name)) is not None:
@@ -279,6 +280,13 @@ class FolderIndex:
         self._read_log()  # what was appended while the folders were read is newer still
         self.write_snapshot(wait=True)
         return len(self._held)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -65,6 +65,7 @@ class LocalRun:
         self._path = path  # a str until asked for: a listing of 10,000 listed runs asks for few paths
         self.stamp = stamp
         self.listed = listed
+        self._decoded: dict[str, Any] | None = None
 
     @property
     def path(self) -> Path:
@@ -86,8 +87,16 @@ class LocalRun:
 
     def processes(self) -> list[str]:
         """The writing processes, by name."""
+        if self.listed is not None:
+            return sorted(p["name"] for p in self._rest()["processes"])
         names = (layout.proc_of(p.name) for p in self.path.glob(f"*{layout.PROC_SUFFIX}"))
         return sorted(name for name in names if name is not None)
+
+    def _rest(self) -> dict[str, Any]:
+        """The index's processes and edits of the run, decoded once."""
+        if self._decoded is None and self.listed is not None:
+            self._decoded = self.listed.rest
+        return self._decoded or {"processes": [], "edits": []}
 
     def process_meta(self, proc: str) -> ProcessMeta | None:
         return read_meta(read_json(self.path / f"{proc}{layout.PROC_SUFFIX}"))
@@ -96,6 +105,10 @@ class LocalRun:
         return ends.read(read_json(self.path / f"{proc}{layout.END_SUFFIX}"))
 
     def data_size(self, proc: str, suffix: str = layout.DATA_SUFFIX) -> int:
+        if self.listed is not None and suffix == layout.DATA_SUFFIX:  # as it ended: no stat
+            size = next((p.get("bytes") for p in self._rest()["processes"] if p["name"] == proc), None)
+            if isinstance(size, int):
+                return size
         try:
             return (self.path / f"{proc}{suffix}").stat().st_size
         except OSError:
@@ -121,7 +134,7 @@ class LocalRun:
     def signature(self) -> tuple[tuple[str, int, int], ...]:
         """Changes whenever a process of the run writes, ends, or starts. Looked at afresh: from now
         on the run is read from its own files, not from what a listing kept."""
-        self.listed = None
+        self.listed, self._decoded = None, None
         out = []
         try:
             with os.scandir(self.path) as entries:
@@ -136,7 +149,7 @@ class LocalRun:
     def edits(self) -> list[tuple[str, dict[str, Any]]]:
         """``(name, body)`` of every edit of the run, in no particular order."""
         if self.listed is not None:
-            return [(name, body) for name, body in self.listed.rest["edits"]]
+            return [(name, body) for name, body in self._rest()["edits"]]
         out = []
         for path in self.path.glob(f"*{layout.EDIT_SUFFIX}"):
             name = layout.edit_of(path.name)
@@ -151,11 +164,11 @@ class LocalRun:
     def summary(self) -> dict[str, Any] | None:
         """The processes as the store's index holds them (no file read), or None: listings read the
         folder's own small files."""
-        return {"processes": self.listed.rest["processes"]} if self.listed is not None else None
+        return {"processes": self._rest()["processes"]} if self.listed is not None else None
 
     def refresh(self) -> None:
         """Look at the folder itself from now on (not at what a listing kept of it)."""
-        self.listed = None
+        self.listed, self._decoded = None, None
 
     def media(self) -> list[str]:
         """Every media file of the run (``media/...``)."""

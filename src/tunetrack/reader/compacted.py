@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..gc_pause import no_cyclic_gc
 from ..store import layout
 from ..store.warehouse import Warehouse, warehouse_of
 from .parquet import sources
@@ -75,14 +76,15 @@ def read_compacted(runs: Sequence[Run]) -> Compacted:
     by_id = {run.id: run for run in runs}
     now: dict[str, dict[str, int]] = {}
     chosen: dict[str, int] = {}  # run -> the commit its rows are read from
-    for commit in reversed(found):
-        for run_id, made_from in (commit.get("runs") or {}).items():
-            if run_id in chosen or run_id not in by_id:
-                continue
-            if run_id not in now:
-                now[run_id] = sources(by_id[run_id])
-            if now[run_id] == made_from:
-                chosen[run_id] = commit["number"]
+    with no_cyclic_gc():  # 100,000 runs' sizes, beside 100,000 runs' objects
+        for commit in reversed(found):
+            for run_id, made_from in (commit.get("runs") or {}).items():
+                if run_id in chosen or run_id not in by_id:
+                    continue
+                if run_id not in now:
+                    now[run_id] = sources(by_id[run_id])
+                if now[run_id] == made_from:
+                    chosen[run_id] = commit["number"]
     local: dict[str, str] = {}
     for commit in found:
         for file in commit.get("files") or []:

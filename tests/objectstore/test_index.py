@@ -69,7 +69,10 @@ def test_many_writers_then_the_index_lost_and_rebuilt(
         warnings.simplefilter("always")
         assert list_runs(s3_url) == []
     said = [str(w.message) for w in caught]
-    assert f"tunetrack: {s3_url} holds runs but its index lists none: run `tunetrack reindex --dir {s3_url}`" in said
+    assert (
+        f"tunetrack: {s3_url} holds runs but its index lists none: run `tunetrack reindex --dir {s3_url}`"
+        in said
+    )
 
     result = CliRunner().invoke(cli, ["reindex", "--dir", s3_url], catch_exceptions=False)
     assert result.exit_code == 0 and result.stdout.startswith(f"indexed 15 runs in {s3_url} ("), result.output
@@ -96,3 +99,32 @@ def test_reindex_drops_the_entries_of_runs_gone(
     assert [r.name for r in list_runs(s3_url)] == ["kept"]
     assert not any(ids["gone"] in b.key for b in blobs.list_blobs(".index/"))
     assert os.environ["TUNETRACK_CACHE"].endswith("second")
+
+
+def test_a_cold_reader_trusts_the_compact_object_and_the_log_past_it(
+    s3_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another machine lists the bucket from the newest compact object and the log written since:
+    a run started after the object, and one deleted after it, are as they are now, and the index is
+    never listed."""
+    from tunetrack import Tracker
+    from tunetrack.manage import delete_runs
+    from tunetrack.store import index
+
+    url, proxy = s3_proxy
+    monkeypatch.setattr(index, "COMPACT_AFTER", 1)
+    ids = {}
+    for name in ("old", "doomed"):
+        with Tracker(dir=url, name=name, system=False) as t:
+            t.log({"loss": 1.0}, step=1)
+        ids[name] = t.id
+    assert sorted(r.name for r in list_runs(url)) == ["doomed", "old"]  # the first look writes the object
+    assert open_blobs(url).list_blobs(".index-compact/")
+    with Tracker(dir=url, name="new", system=False) as t:
+        t.log({"loss": 0.5}, step=1)
+    delete_runs([ids["doomed"]], dir=url)
+    another_machine(monkeypatch, tmp_path, "cold")
+    proxy.requests.clear()
+    assert {r.name: r.state for r in list_runs(url)} == {"old": "finished", "new": "finished"}
+    listed = [target for method, target, _ in proxy.requests if "list-type" in target]
+    assert listed and all("index-compact" in target for target in listed), listed

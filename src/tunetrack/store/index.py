@@ -9,9 +9,10 @@ that has looked once reads the log from where it stopped (one GET that finds not
 started) and fetches again only the entries of processes that were still running: a warm listing of a
 thousand runs is a request or two, and a GET per live process, whatever the size of the bucket. Every
 ``FULL_EVERY`` seconds it lists the whole index again (runs deleted, entries of long-dead processes
-rewritten by a late ``tunetrack sync``). Ended entries never change: a reader that fetched many of them
-writes them into one compact object (``.index-compact/<time>.json``), so the next reader on another
-machine fetches one object instead of one per run.
+rewritten by a late ``tunetrack sync``). A reader that fetched many entries writes them all into one
+compact object (``.index-compact/<time>.json``) with the log position they stop at, so that a reader
+on another machine, holding nothing yet, fetches that one object and reads the log from there: it
+never lists the index (nor the bucket).
 
 An edit of a run (a new name, tags, a note: ``tunetrack.edits``) has an index entry too,
 ``.index/e-<run id>-<edit name>.json``, announced in the log like a new process, so a listing shows
@@ -172,7 +173,13 @@ class Listing:
             if self._entries is None:
                 self._load()
             assert self._entries is not None
-            if not self._entries or time.time() - self._full_at > FULL_EVERY:
+            if not self._entries:  # another machine, so to speak: the compact object, else all
+                compact = self._compact_body()
+                if self._from_compact(compact):
+                    self._since_last_look()
+                else:
+                    self._full(compact)
+            elif time.time() - self._full_at > FULL_EVERY:
                 self._full()
             else:
                 self._since_last_look()
@@ -184,11 +191,11 @@ class Listing:
             return out
 
     # -- the two ways of looking -------------------------------------------------------------------
-    def _full(self) -> None:
+    def _full(self, compact_body: dict[str, Any] | None = None) -> None:
         assert self._entries is not None
         self._log_next = int((loads(self.blobs.get(LOG_HEAD)) or {}).get("next") or 0)
         listed = [b for b in self.blobs.list_blobs(f"{INDEX}/") if run_of(b.key) is not None]
-        compact = self._compact() if not self._entries else {}
+        compact = (compact_body or {}).get("entries") or {}
         known, fetch = {}, []
         for blob in listed:
             held = self._entries.get(blob.key)
@@ -206,13 +213,43 @@ class Listing:
         if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
             self._write_compact()
 
+    def _from_compact(self, body: dict[str, Any] | None) -> bool:
+        """A reader that holds nothing yet trusts the newest compact object, which says where in the
+        log it stops, and reads the log from there (``_since_last_look``): no LIST of the index. False
+        where there is none, or one written by a version that did not say (then ``_full``)."""
+        if body is None or not isinstance(body.get("log_next"), int):
+            return False
+        now = time.time()
+        self._entries = {}
+        for key, held in (body.get("entries") or {}).items():
+            entry = Entry(key, held.get("etag"), float(held.get("mtime") or 0.0), held.get("body") or {})
+            if not entry.ended:
+                entry.mtime = now  # live when it was written: looked at again now
+            self._entries[key] = entry
+        self._log_next = body["log_next"]
+        self._full_at = now
+        self._save()  # this machine's next look starts from here
+        return True
+
+    def _log_tail(self) -> list[str]:
+        """The keys announced from ``_log_next`` on: one GET when there is none, else batches of
+        ``FETCHERS`` at once (records are numbered without gaps)."""
+        announced: list[str] = []
+        batch = 1
+        with ThreadPoolExecutor(FETCHERS) as pool:
+            while True:
+                numbers = range(self._log_next, self._log_next + batch)
+                for record in pool.map(lambda n: loads(self.blobs.get(log_key(n))), numbers):
+                    if record is None:
+                        return announced
+                    announced.append(str(record.get("key")))
+                    self._log_next += 1
+                batch = FETCHERS
+
     def _since_last_look(self) -> None:
         """The entries announced since the last look, and those of processes that were still live."""
         assert self._entries is not None
-        announced = []
-        while (record := loads(self.blobs.get(log_key(self._log_next)))) is not None:
-            announced.append(str(record.get("key")))
-            self._log_next += 1
+        announced = self._log_tail()
         now = time.time()
         fetch = [k for k in announced if run_of(k) is not None]
         fetch += [e.key for e in self._entries.values() if not e.ended and now - e.mtime < RECHECK_FOR]
@@ -225,6 +262,8 @@ class Listing:
                 self._entries.pop(key, None)  # deleted
         if fetch:
             self._save()
+        if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
+            self._write_compact()  # the next cold reader reads less log
 
     def _fetch(self, keys: list[str]) -> dict[str, Entry]:
         if not keys:
@@ -242,30 +281,32 @@ class Listing:
             return {e.key: e for e in pool.map(get, keys) if e is not None}
 
     # -- compact objects and the reader's state ---------------------------------------------------
-    def _compact(self) -> dict[str, Any]:
+    def _compact_body(self) -> dict[str, Any] | None:
+        """The newest compact object (kept in the local cache: it never changes), or None."""
         try:
             names = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
             if not names:
-                return {}
+                return None
             data = self.cache.get(names[-1]) or self.blobs.get(names[-1])
         except StoreUnavailable:
-            return {}
+            return None
         body = loads(data)
-        if body is None:
-            return {}
-        self.cache.put(names[-1], data or b"")
-        return body.get("entries") or {}
+        if body is not None:
+            self.cache.put(names[-1], data or b"")
+        return body
 
     def _write_compact(self) -> None:
-        """One object holding every ended entry (they no longer change). Best effort: a reader with
+        """One object holding every entry (the ended ones no longer change; the live ones a reader
+        looks at again) and where in the log they stop, so that a reader on another machine fetches
+        one object instead of listing the index and fetching one per run. Best effort: a reader with
         read-only credentials simply does not write one."""
         assert self._entries is not None
-        held = {e.key: {"etag": e.etag, "body": e.body} for e in self._entries.values() if e.ended}
+        held = {e.key: {"etag": e.etag, "mtime": e.mtime, "body": e.body} for e in self._entries.values()}
         try:
             old = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
             self.blobs.put(
                 f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
-                dumps({"entries": held}),
+                dumps({"entries": held, "log_next": self._log_next}),
             )
             for key in old[:-1]:  # keep the one other readers may be fetching right now
                 self.blobs.delete(key)

@@ -111,6 +111,10 @@ def test_a_running_or_crashed_run_is_never_held_as_ended(root):
         live = proc.stdout.readline().strip()
         assert {r.id: r.state for r in list_runs(root)} == {done: "finished", live: "running"}
         assert held(root) == {done}
+        snapshot = root / folder_index.DIR / folder_index.SNAPSHOT
+        before = snapshot.stat().st_mtime_ns if snapshot.exists() else None
+        list_runs(root)  # the live run read again: nothing new for the index, no snapshot written
+        assert (snapshot.stat().st_mtime_ns if snapshot.exists() else None) == before
     finally:
         proc.kill()
         proc.wait()

@@ -218,10 +218,10 @@ class FolderIndex:
         self._offset += end
 
     def add(self, entries: dict[str, dict[str, Any]], present: Iterable[str]) -> bool:
-        """Take in what a reader read from the folders of runs the index did not know (or knew
+        """Take in what a reader read from the folders of ended runs the index did not know (or knew
         stale), and drop the runs whose folders are gone; whether anything changed."""
         present = set(present)
-        new = {k: Listed.of(e) for k, e in entries.items()}
+        new = {k: Listed.of(e) for k, e in entries.items() if settled(e)}  # a live run changes unlogged
         with self._lock:
             gone = [run_id for run_id in self._held if run_id not in present]
             for run_id in gone:

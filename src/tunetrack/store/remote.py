@@ -14,7 +14,7 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/metrics.parquet, system.parquet, ...      the run's Parquet copy (replaced whole)
     .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
     .index/e-<run id>-<edit>.json                      an edit, for listings (written once)
-    .index-compact/<time>.json                         many ended entries in one object
+    .index-compact/<time>.json                         every entry in one object, and its log position
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),

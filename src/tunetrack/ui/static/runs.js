@@ -388,7 +388,8 @@ async function load(request = listing(), partial = false) {
     }
     if (changed && (whereIds || groupBy)) refresh();  // new runs or values: what the server picks may change
     else update();
-    if (partial) document.getElementById("status").textContent = `the newest ${plural(runs.length, "run")}; listing the rest…`;
+    // fewer than asked for: they are all there are (the whole table follows all the same, for its tag)
+    if (partial && runs.length >= NEWEST) document.getElementById("status").textContent = `the newest ${plural(runs.length, "run")}; listing the rest…`;
   } catch (e) { document.getElementById("status").textContent = `cannot list runs: ${e.message}`; }
 }
 

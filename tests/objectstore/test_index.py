@@ -76,6 +76,7 @@ def test_many_writers_then_the_index_lost_and_rebuilt(
 
     result = CliRunner().invoke(cli, ["reindex", "--dir", s3_url], catch_exceptions=False)
     assert result.exit_code == 0 and result.stdout.startswith(f"indexed 15 runs in {s3_url} ("), result.output
+    assert blobs.list_blobs(".index-compact/")  # a reader on another machine starts from it
     another_machine(monkeypatch, tmp_path, "fourth")
     assert shown(s3_url) == before
     assert blobs.list_blobs(".index-log/")  # announced: a warm reader takes them in too

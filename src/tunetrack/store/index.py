@@ -157,6 +157,24 @@ def created_of(entries: list[Entry]) -> float | None:
     return None
 
 
+def write_compact(blobs: Blobs, entries: list[Entry], log_next: int) -> None:
+    """One object holding every entry (the ended ones no longer change; the live ones a reader
+    looks at again) and ``log_next``, where in the log they stop, so that a reader on another
+    machine fetches one object instead of listing the index and fetching one per run. Best effort:
+    a reader with read-only credentials simply does not write one."""
+    held = {e.key: {"etag": e.etag, "mtime": e.mtime, "body": e.body} for e in entries}
+    try:
+        old = sorted(b.key for b in blobs.list_blobs(f"{COMPACT}/"))
+        blobs.put(
+            f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
+            dumps({"entries": held, "log_next": log_next}),
+        )
+        for key in old[:-1]:  # keep the one other readers may be fetching right now
+            blobs.delete(key)
+    except StoreUnavailable:
+        pass
+
+
 class Listing:
     """One reader's view of a store's index, kept current (and on disk between commands)."""
 
@@ -296,22 +314,8 @@ class Listing:
         return body
 
     def _write_compact(self) -> None:
-        """One object holding every entry (the ended ones no longer change; the live ones a reader
-        looks at again) and where in the log they stop, so that a reader on another machine fetches
-        one object instead of listing the index and fetching one per run. Best effort: a reader with
-        read-only credentials simply does not write one."""
         assert self._entries is not None
-        held = {e.key: {"etag": e.etag, "mtime": e.mtime, "body": e.body} for e in self._entries.values()}
-        try:
-            old = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
-            self.blobs.put(
-                f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
-                dumps({"entries": held, "log_next": self._log_next}),
-            )
-            for key in old[:-1]:  # keep the one other readers may be fetching right now
-                self.blobs.delete(key)
-        except StoreUnavailable:
-            pass
+        write_compact(self.blobs, list(self._entries.values()), self._log_next)
 
     def _load(self) -> None:
         state = loads(self.cache.get(_STATE)) or {}
@@ -341,4 +345,5 @@ __all__ = [
     "index_entry",
     "loads",
     "run_of",
+    "write_compact",
 ]

@@ -16,6 +16,8 @@ from .blobs import Blobs
 from .index import (
     FETCHERS,
     INDEX,
+    LOG_HEAD,
+    Entry,
     announce,
     dumps,
     edit_entry,
@@ -24,6 +26,7 @@ from .index import (
     index_entry,
     loads,
     run_of,
+    write_compact,
 )
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta
@@ -34,14 +37,20 @@ LOST_AFTER = 300.0
 
 
 def rebuild(blobs: Blobs) -> int:
-    """Write every run's index entries from its objects, delete those of runs gone; the runs indexed."""
+    """Write every run's index entries from its objects, delete those of runs gone, and one compact
+    object of them all (a reader on another machine then reads that, not the log of the rebuild);
+    the runs indexed."""
     run_ids = [name for name in blobs.list_dirs("") if not name.startswith(".")]
     with ThreadPoolExecutor(FETCHERS) as pool:
-        indexed = {run_id for run_id, ok in zip(run_ids, pool.map(lambda r: _run(blobs, r), run_ids)) if ok}
+        written = dict(zip(run_ids, pool.map(lambda r: _run(blobs, r), run_ids)))
+    indexed = {run_id for run_id, entries in written.items() if entries is not None}
     for blob in blobs.list_blobs(f"{INDEX}/"):
         if (run_id := run_of(blob.key)) is not None and run_id not in indexed:
             blobs.delete(blob.key)
             announce(blobs, blob.key)  # a warm reader that looks for it finds none, and drops it
+    now = time.time()
+    entries = [Entry(key, None, now, body) for run in written.values() for key, body in run or []]
+    write_compact(blobs, entries, int((loads(blobs.get(LOG_HEAD)) or {}).get("next") or 0))
     return len(indexed)
 
 
@@ -60,11 +69,11 @@ def warn_if_lost(blobs: Blobs) -> None:
             return
 
 
-def _run(blobs: Blobs, run_id: str) -> bool:
-    """Index one run from its objects; False when it has no run.json (not a run)."""
+def _run(blobs: Blobs, run_id: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """Index one run from its objects: the entries written; None when it has no run.json (not a run)."""
     run = loads(blobs.get(f"{run_id}/{layout.RUN_JSON}"))
     if run is None:
-        return False
+        return None
     names = {b.key[len(run_id) + 1 :]: b for b in blobs.list_blobs(f"{run_id}/")}
     keys: list[tuple[str, dict[str, Any]]] = []
     for name in names:
@@ -83,4 +92,4 @@ def _run(blobs: Blobs, run_id: str) -> bool:
     for key, entry in keys:
         blobs.put(key, dumps(entry))
         announce(blobs, key)
-    return True
+    return keys

@@ -48,6 +48,8 @@ class Catalog:
         self._keys: tuple[int, list[str]] = (-1, [])  # the version they are of, the keys
         self._projects: tuple[int, frozenset[str | None]] = (-1, frozenset())
         self._refreshed_from = -math.inf  # when the last refresh began
+        self._seen: list[tuple[str, Any]] | None = None  # the store's entries the rows are of
+        self._unsure: set[str] = set()  # rows that may change without their stamp: looked at each time
         self._lock = threading.Lock()
         self._table_lock = threading.Lock()
 
@@ -217,14 +219,18 @@ class Catalog:
                 return self._version
             store = self.store
             now = self._refreshed_from = time.monotonic()
-            rows: dict[str, tuple[Any, float, dict[str, Any]]] = {}
             stamp: Any
             changed = False
             entries = store.entries()
+            # the same stamps as last time: only the rows that may change unstamped are looked at (a
+            # live run's, a folder changed too lately to tell); a poll of 100,000 ended runs is a list
+            unchanged = entries == self._seen
+            rows = dict(self._rows) if unchanged else {}
+            unsure: set[str] = set()
             loaded: list[Run] = []
             kept = _kept_rows(store) if not self._rows else {}  # a new catalog: the last one's rows
             built = False  # an ended run's row made here: kept for the next catalog
-            for run_id, listed in entries:
+            for run_id, listed in [e for e in entries if e[0] in self._unsure] if unchanged else entries:
                 hit = self._rows.get(run_id)
                 if hit is None and (was := kept.get(run_id)) is not None and was[0] == listed:
                     hit = (listed, now, was[1])
@@ -234,20 +240,25 @@ class Catalog:
                     stamp = (listed, folder.signature()) if folder is not None else listed
                     if hit[0] == stamp and not (live and now - hit[1] >= RECHECK):
                         rows[run_id] = hit
+                        if live:
+                            unsure.add(run_id)
                         continue
                 run = load(store, run_id, listed)
                 if run is None:
+                    rows.pop(run_id, None)
                     continue  # not a run
                 loaded.append(run)
                 live = run.state == State.RUNNING
                 stamp = (listed, run.folder.signature()) if live else (listed if _settled(listed) else None)
                 rows[run_id] = (stamp, now, self._row(run))
+                if live or stamp is None:
+                    unsure.add(run_id)
                 changed = changed or hit is None or hit[2] != rows[run_id][2]
                 built = built or isinstance(stamp, int)
             if changed or rows.keys() != self._rows.keys():
                 self._version += 1
             gone = bool(self._rows.keys() - rows.keys()) or bool(kept.keys() - rows.keys())
-            self._rows = rows
+            self._rows, self._seen, self._unsure = rows, entries, unsure
             keep(store, loaded, {run_id for run_id, _ in entries})
             if built or gone:
                 ended = {k: [stamp, row] for k, (stamp, _, row) in rows.items() if isinstance(stamp, int)}

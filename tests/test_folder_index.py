@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from support.helpers import spawn_script
@@ -139,6 +140,8 @@ def test_a_lost_damaged_or_unwritable_index_costs_only_the_files(root):
     shutil.rmtree(index)  # lost: every run is read from its folder, and handed back
     assert [r.name for r in list_runs(root)] == ["changed in place"]
     assert held(root) == {a}
+    (index / folder_index.SNAPSHOT).write_bytes(msgpack.packb({"format": folder_index.FORMAT, "ids": 1}))
+    assert [r.name for r in list_runs(root)] == ["changed in place"]  # damaged inside: as none
     (index / folder_index.SNAPSHOT).write_bytes(b"\xc1 not msgpack")
     (index / folder_index.LOG).write_bytes(b'{"id": "cut sho')  # a writer killed mid-line
     b = ended(root, "b", 2.0)  # its lines start on a line of their own

@@ -144,6 +144,7 @@ class FolderIndex:
             self.dir.mkdir(exist_ok=True)
             with open(self.dir / LOG, "a+b") as f:
                 fcntl.flock(f, fcntl.LOCK_EX)
+                f.seek(0, os.SEEK_END)  # where the log ends now, after the writers before this one
                 body = line()  # read under the lock: lines stay in the order their states were read
                 if not body:
                     return
@@ -190,12 +191,16 @@ class FolderIndex:
             return
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             return
-        with no_cyclic_gc():
-            columns = zip(
-                *(data[k] for k in ("ids", "stamps", "runs", "rest", "settled", "created")), strict=True
-            )
-            self._held = {i: Listed(stamp, run, rest, s, c) for i, stamp, run, rest, s, c in columns}
-        self._offset = int(data["log"])
+        try:
+            with no_cyclic_gc():
+                columns = zip(
+                    *(data[k] for k in ("ids", "stamps", "runs", "rest", "settled", "created")), strict=True
+                )
+                held = {i: Listed(stamp, run, rest, s, c) for i, stamp, run, rest, s, c in columns}
+            offset = int(data["log"])
+        except (KeyError, TypeError, ValueError):
+            return  # damaged: read as no snapshot (the whole log, and the folders)
+        self._held, self._offset = held, offset
 
     def _read_log(self) -> None:
         try:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -37,6 +38,8 @@ TABLE_FIELDS = ("id", "name", "project", "state", "failure", "tags", "hosts", "c
 LISTED_SUMMARY = ("min", "max", "best", "best_step")
 #: the runs page's first screen: the newest runs, asked for before the whole table (runs.js NEWEST)
 NEWEST = 100
+#: seconds a first screen made for one version of the table is served again
+FIRST_FOR = 5.0
 #: a cursor is ``rewinds << CURSOR_BITS | points``: opaque to clients, who send back what they got
 CURSOR_BITS = 32
 
@@ -50,20 +53,20 @@ class Listings:
     KEPT = 8
 
     def __init__(self) -> None:
-        self._bodies: OrderedDict[str, tuple[int, bytes]] = OrderedDict()
+        self._bodies: OrderedDict[str, tuple[Hashable, bytes]] = OrderedDict()
         self._lock = threading.Lock()
         self.first = threading.Lock()  # one first screen made at a time (``first_screen``)
         self.boot = secrets.token_hex(
             4
         )  # in the ETag: another server's (or a restarted one's) versions differ
 
-    def get(self, query: str, version: int) -> bytes | None:
+    def get(self, query: str, version: Hashable) -> bytes | None:
         """The body kept for ``query`` if it shows ``version``."""
         with self._lock:
             shown, body = self._bodies.get(query, (None, b""))
         return body if shown == version else None
 
-    def keep(self, query: str, version: int, body: bytes) -> None:
+    def keep(self, query: str, version: Hashable, body: bytes) -> None:
         with self._lock:
             self._bodies[query] = (version, body)
             self._bodies.move_to_end(query)
@@ -152,11 +155,12 @@ def first_screen(
     best: Mapping[str, bool] | None = None,
 ) -> bytes:
     """The body of ``GET /api/runs?newest=...`` (``Catalog.newest``), made once per version of the
-    table: the warm-up's (``warm``) serves a browser that asks meanwhile, which waits for it rather
-    than open the same runs beside it."""
+    table and ``FIRST_FOR`` seconds: the warm-up's (``warm``) serves a browser that asks meanwhile,
+    which waits for it rather than open the same runs beside it, and a page opened on a dashboard
+    nobody polled for a while does not get an old one."""
     scope = catalog.scope() if isinstance(catalog, Visible) else ""
     with listings.first:
-        version = catalog.version
+        version = (catalog.version, int(time.monotonic() // FIRST_FOR))
         body = listings.get(f"first:{scope}?{query}", version)
         if body is None:
             rows = catalog.newest(limit, project, state, keys, best=best)

@@ -318,7 +318,7 @@ def objectstore(session: nox.Session) -> None:
     session.install(
         TORCH,  # a real Trainer + LoRA run recorded into the bucket (test_trainer.py)
         "-e",
-        ".[test,s3,ui,query,tui]",  # tui: the terminal view over a bucket (test_tui.py)
+        ".[test,s3,ui,query,tui,warehouse]",  # tui: the terminal view over a bucket; warehouse: Iceberg
         *OBJECTSTORE_TEST_PACKAGES,
         "transformers",
         "peft",

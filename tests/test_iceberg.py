@@ -6,6 +6,11 @@ compaction that skipped the tables; a compaction with nothing new makes no snaps
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import duckdb
 import pandas as pd
 import polars as pl
@@ -18,7 +23,6 @@ from test_compact import record
 from tunetrack import Tracker
 from tunetrack.cli import cli
 from tunetrack.manage.compact import clean, commit, compact, write_files
-from tunetrack.manage.iceberg import IcebergError, folder
 from tunetrack.reader.find import store_at
 from tunetrack.sql import run_sql
 from tunetrack.store.warehouse import warehouse_of
@@ -140,13 +144,22 @@ def test_nothing_compacted_makes_no_catalog(root):
     assert not (root / ".warehouse" / "iceberg").exists()
 
 
-def test_a_bucket_store_is_refused_by_name():
-    class Bucket:
-        def __str__(self) -> str:
-            return "s3://team/runs"
-
-    with pytest.raises(IcebergError, match="folder store only, not s3://team/runs"):
-        folder(Bucket())  # type: ignore[arg-type]
+def test_a_store_pyiceberg_cannot_write_is_refused_by_name(monkeypatch):
+    """A ``memory://`` store (fsspec's, no FileIO of pyiceberg's): compacted, its tables skipped with
+    the reason by default, and ``--iceberg`` a one-line error naming it."""
+    monkeypatch.setenv("TUNETRACK_PARQUET", "1")
+    url = f"memory://ice-{os.getpid()}-{time.time_ns()}"
+    with Tracker(dir=url, name="m", system=False) as t:
+        t.log({"loss": 1.0}, step=1)
+    result = CliRunner().invoke(cli, ["compact", "--dir", url])
+    assert result.exit_code == 0, result.output
+    assert (
+        f"iceberg tables not updated: Iceberg tables are written for a folder, s3://, gs:// or abfs:// store, not {url}"
+        in result.output
+    )
+    result = CliRunner().invoke(cli, ["compact", "--dir", url, "--iceberg"])
+    assert result.exit_code == 1 and f"not {url} (docs/compact.md)" in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_a_run_deleted_after_compaction_leaves_the_tables_at_the_next_one(root, monkeypatch):
@@ -173,3 +186,30 @@ def test_a_run_deleted_after_compaction_leaves_the_tables_at_the_next_one(root, 
             assert gone not in frame(got)[column].tolist(), (name, engine)
     result = CliRunner().invoke(cli, ["compact", "--dir", str(root)])
     assert result.output == "nothing new to compact\n", result.output
+
+
+RACER = """
+import sys
+from tunetrack.manage.iceberg import publish
+from tunetrack.reader.find import store_at
+print(publish(store_at(sys.argv[1])).applied, flush=True)
+"""
+
+
+def test_two_processes_publishing_at_once_apply_each_commit_once(root, monkeypatch):
+    """A folder's publishes take turns (its lock): of two processes started together on two commits
+    the tables lack, each commit lands once in all, and the tables equal ``tunetrack query``'s."""
+    record(root, monkeypatch, n=3)
+    assert compact(root, iceberg=False).number == 1
+    with Tracker(dir=root, name="late", project="p0", system=False, config={"lr": 2.0}) as t:
+        t.log({"loss": 0.25}, step=1)
+    assert compact(root, iceberg=False).number == 2
+    racers = [
+        subprocess.Popen([sys.executable, "-c", RACER, str(root)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    applied = [int(racer.communicate(timeout=300)[0].strip() or -1) for racer in racers]
+    assert [racer.returncode for racer in racers] == [0, 0]
+    assert sum(applied) == 8 and 0 in applied  # 2 commits x 4 tables, all by whoever went first
+    same_as_query(root)
+    assert (root / ".warehouse" / "iceberg" / "publish.lock").exists()

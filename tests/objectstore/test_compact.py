@@ -1,7 +1,7 @@
 """``tunetrack compact`` on the loopback S3 server: two compactors (processes of their own) racing each
 other while a third process finishes runs and resumes one beside them; ``tunetrack query`` then gives
 exactly the rows the runs' records give (nothing lost, nothing twice), before and after a last
-compaction. And the create-only commit: two compactors that chose the same runs commit them once."""
+compaction, and so do the Iceberg tables they raced to publish. And the create-only commit: two compactors that chose the same runs commit them once."""
 
 from __future__ import annotations
 
@@ -20,12 +20,15 @@ from tunetrack.reader.find import store_at
 from tunetrack.reader.parquet import sources
 from tunetrack.store.warehouse import warehouse_of
 
+from .test_iceberg import same_as_query
+
 
 @pytest.fixture(autouse=True)
 def local_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TUNETRACK_SPOOL", str(tmp_path / "spool"))
     monkeypatch.setenv("TUNETRACK_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TUNETRACK_PARQUET", "1")  # the tests' default is off (conftest.parquet_off)
+    monkeypatch.setenv("POLARS_ICEBERG_PLANNER", "pyiceberg")  # no polars_iceberg package here
 
 
 def record(url: str, names: list[str]) -> list[str]:
@@ -97,6 +100,8 @@ def test_compactors_racing_beside_a_writer(s3_url: str, tmp_path: Path):
     assert read_from(s3_url)[0::2] == (0, 0)  # nothing read from a run's own copy or its records
     assert compact(s3_url).number is None
     same(answers(s3_url), want)
+    # the compactors also raced for the Iceberg tables' versions: each run in them once, as queried
+    same_as_query(s3_url)
 
 
 def test_two_compactors_with_the_same_runs_commit_them_once(s3_url: str):

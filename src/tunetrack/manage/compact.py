@@ -40,9 +40,8 @@ from ..reader.find import all_runs, store_at
 from ..reader.parquet import sources, stamped_sources, writer_options
 from ..states import State
 from ..store import Store, layout
-from ..store.local import LocalStore
 from ..store.warehouse import Warehouse, data_key, warehouse_of
-from .iceberg import Published, available, publish
+from .iceberg import Published, available, publish, writable
 from .parquet import write_copies
 
 if TYPE_CHECKING:
@@ -130,8 +129,8 @@ def _publish(store: Store, iceberg: bool | None) -> tuple[Published | None, str 
     (where it is not, the tables were not asked for: nothing to say)."""
     if iceberg is False or (iceberg is None and not available()):
         return None, None
-    if iceberg is None and not isinstance(store, LocalStore):
-        return None, "written for a folder store only, not yet for a bucket"
+    if iceberg is None and (why := writable(store)) is not None:
+        return None, why
     return publish(store), None
 
 

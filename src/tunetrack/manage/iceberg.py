@@ -2,9 +2,10 @@
 Trino, DuckDB, Polars and the warehouses read a store's ``metrics``, ``system``, ``params`` and ``runs``
 by name, without tunetrack and without listing anything.
 
-The catalog is pyiceberg's SQL catalog on a SQLite file inside the store
-(``.warehouse/iceberg/catalog.db``): no server of ours. The tables' metadata lies beside it
-(``.warehouse/iceberg/tunetrack/<table>/metadata``). The compacted data files are registered as they
+A folder's catalog is pyiceberg's SQL catalog on a SQLite file inside the store
+(``.warehouse/iceberg/catalog.db``): no server of ours. A bucket's tables are their own catalog, as
+Iceberg's Hadoop catalog lays them out (``manage.iceberg_bucket``). The tables' metadata lies in
+``.warehouse/iceberg/tunetrack/<table>/metadata``. The compacted data files are registered as they
 are (``add_files``: no rewrite); only the ``runs`` rows and the files rewritten when rows are deleted
 are written under ``.warehouse/iceberg/tunetrack/<table>/data``.
 
@@ -14,16 +15,18 @@ commit's runs that an earlier commit holds are deleted (a run resumed and compac
 the files holding them rewritten without them), then the commit's files are added. An engine reading
 the table by name thus sees each run once, as its newest commit has it. The step is idempotent and
 resumable: a compaction that died before it, or with nothing new, applies whatever commits the tables
-lack; two at once are serialized by the catalog (a transaction built on an older table fails to commit
-and is rebuilt on the newer one). pyiceberg is imported only here, and only when a compaction runs.
+lack; two at once are serialized (a folder's by a lock; a bucket's catalog refuses a transaction built
+on an older table, and it is rebuilt on the newer one). pyiceberg is imported only here, and only when a compaction runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,17 +38,23 @@ from ..reader.find import all_runs
 from ..reader.sql_tables import BUILDERS, empty
 from ..store import Store
 from ..store.local import LocalStore
-from ..store.warehouse import ICEBERG, WAREHOUSE, warehouse_of
+from ..store.warehouse import ICEBERG, WAREHOUSE, Warehouse, warehouse_of
 
 #: the catalog's name (as a JDBC catalog reading the same SQLite file must be named) and the namespace
 CATALOG = "tunetrack"
 NAMESPACE = "tunetrack"
-#: the SQLite file of the catalog, in ``.warehouse/iceberg``
+#: the SQLite file of the catalog, in ``.warehouse/iceberg``, and the lock its publishes take
 CATALOG_FILE = "catalog.db"
+LOCK = "publish.lock"
 #: table -> the column holding the run's id
 TABLES = {"metrics": "run", "system": "run", "params": "run", "runs": "id"}
 #: the table property holding the number of the newest tunetrack commit the table has
 APPLIED = "tunetrack.commit"
+#: pyiceberg's own retry of a refused commit is off: it would apply the same tunetrack commit again on
+#: top of the compactor's that won; publish rebuilds the transaction from the table's APPLIED instead
+NO_RETRY = {"commit.retry.num-retries": "0"}
+#: the bucket URL schemes pyiceberg's FileIO writes (s3:// is the one tested)
+SCHEMES = ("s3", "s3a", "gs", "abfs", "abfss", "file")
 #: transactions rebuilt after another compactor committed first, at most, per table
 RETRIES = 50
 
@@ -68,43 +77,76 @@ def available() -> bool:
     return importlib.util.find_spec("pyiceberg") is not None
 
 
-def folder(store: Store) -> Path:
-    """Where a folder store's catalog and table metadata lie; a bucket's are not written yet."""
-    if not isinstance(store, LocalStore):
-        raise IcebergError(
-            f"Iceberg tables are written for a folder store only, not {store} (docs/compact.md)"
-        )
+def folder(store: LocalStore) -> Path:
+    """Where a folder store's catalog and table metadata lie."""
     return store.root.resolve() / WAREHOUSE / ICEBERG
 
 
+def writable(store: Store) -> str | None:
+    """Why the tables cannot be written for ``store`` (a bucket pyiceberg has no FileIO for), or None."""
+    if isinstance(store, LocalStore):
+        return None
+    url = str(getattr(getattr(store, "blobs", None), "url", store))
+    if url.split("://", 1)[0].lower() in SCHEMES:
+        return None
+    return f"Iceberg tables are written for a folder, s3://, gs:// or abfs:// store, not {store}"
+
+
 def open_catalog(store: Store) -> Any:
-    """pyiceberg's ``SqlCatalog`` on the store's SQLite file (created with its tables if new)."""
+    """The store's catalog: pyiceberg's ``SqlCatalog`` on a folder's SQLite file (created with its
+    tables if new), or a bucket's tables as their own catalog (``manage.iceberg_bucket``)."""
     try:
         from pyiceberg.catalog.sql import SqlCatalog
     except ImportError:
         raise IcebergError("Iceberg tables need pyiceberg: pip install 'tunetrack[warehouse]'") from None
+    if (why := writable(store)) is not None:
+        raise IcebergError(f"{why} (docs/compact.md)")
+    if not isinstance(store, LocalStore):
+        from .iceberg_bucket import BucketCatalog
+
+        return BucketCatalog(CATALOG, store.blobs, f"{WAREHOUSE}/{ICEBERG}")  # type: ignore[attr-defined]
     where = folder(store)
     where.mkdir(parents=True, exist_ok=True)
     # plain paths, not file:// URIs: a store's path or a project's quoted name may hold '%' or spaces
     return SqlCatalog(CATALOG, uri=f"sqlite:///{where / CATALOG_FILE}", warehouse=str(where))
 
 
+@contextlib.contextmanager
+def _one_at_a_time(store: Store) -> Iterator[None]:
+    """A folder's publishes one at a time (``flock``): pyiceberg's SQL catalog checks a commit against
+    the table as it is when committing, not as the transaction read it, so two compactors could each
+    apply one tunetrack commit. A bucket's catalog refuses a stale commit itself."""
+    if not isinstance(store, LocalStore):
+        yield
+        return
+    where = folder(store)
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / LOCK, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def publish(store: Store) -> Published:
     """Apply to each Iceberg table every tunetrack commit it does not have yet (see the module)."""
-    from pyiceberg.exceptions import CommitFailedException
-
-    root = folder(store).parent  # the store's .warehouse: commits name files relative to it
-    found = commits(warehouse_of(store))
+    warehouse = warehouse_of(store)
+    found = commits(warehouse)
     if not found:  # nothing compacted (perhaps no store at all): no catalog made
         return Published()
     catalog = open_catalog(store)
+    with _one_at_a_time(store):
+        return _publish(store, catalog, warehouse, found)
+
+
+def _publish(store: Store, catalog: Any, warehouse: Warehouse, found: list[dict[str, Any]]) -> Published:
+    from pyiceberg.exceptions import CommitFailedException
+
     catalog.create_namespace_if_not_exists(NAMESPACE)
     listing: list[Run] | None = None
     out = Published()
     logging.getLogger("pyiceberg.io.pyarrow").setLevel(logging.ERROR)  # "statistics missing": by design
     for name in TABLES:
         ident = f"{NAMESPACE}.{name}"
-        catalog.create_table_if_not_exists(ident, schema=empty(name).schema)
+        catalog.create_table_if_not_exists(ident, schema=empty(name).schema, properties=NO_RETRY)
         refused = 0
         while True:
             table = catalog.load_table(ident)
@@ -116,7 +158,7 @@ def publish(store: Store) -> Published:
                 listing = all_runs(store)
             before = len(table.metadata.snapshots)
             try:
-                _apply(table, name, todo[0], found, root, listing or [])
+                _apply(table, name, todo[0], found, warehouse, listing or [])
             except CommitFailedException:
                 refused += 1
                 if refused > RETRIES:
@@ -133,7 +175,7 @@ def _apply(
     name: str,
     commit: dict[str, Any],
     found: Sequence[dict[str, Any]],
-    root: Path,
+    warehouse: Warehouse,
     runs: list[Run],
 ) -> None:
     """One tunetrack commit as one transaction of ``table``: the rows of its runs an earlier commit
@@ -160,23 +202,24 @@ def _apply(
             for file in commit.get("files") or []:
                 if file["table"] != name:
                     continue
-                path = root / file["path"]
+                path = warehouse.location(file["path"])
                 if set(file["runs"]) <= set(mine):
-                    whole.append(str(path))
-                elif rows := _only(path, set(mine)):
+                    whole.append(path)
+                elif rows := _only(table, path, set(mine)):
                     tx.append(rows, snapshot_properties=props)
             if whole:
                 tx.add_files(whole, snapshot_properties=props)
-        tx.set_properties(props)
+        tx.set_properties({**props, **NO_RETRY})  # NO_RETRY: for tables made before it was set
 
 
-def _only(path: Path, runs: set[str]) -> Any:
+def _only(table: Any, path: str, runs: set[str]) -> Any:
     """The rows of ``runs`` in the data file at ``path`` (None if there are none)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    data = pq.read_table(path)
+    with table.io.new_input(path).open() as stream:
+        data = pq.read_table(stream)
     data = data.filter(pc.is_in(data.column("run"), value_set=pa.array(sorted(runs), pa.string())))
     return data.replace_schema_metadata(None) if data.num_rows else None
 
@@ -192,4 +235,5 @@ __all__ = [
     "available",
     "open_catalog",
     "publish",
+    "writable",
 ]

@@ -90,6 +90,10 @@ class Warehouse(Protocol):
         """A local file holding the data file ``key`` (a bucket's downloaded once), None if there is none."""
         ...
 
+    def location(self, key: str) -> str:
+        """Where engines other than tunetrack find ``key``: an absolute path, or the object's URL."""
+        ...
+
 
 def _dumps(body: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
@@ -176,6 +180,9 @@ class FolderWarehouse:
         path = self.root / key
         return path if path.is_file() else None
 
+    def location(self, key: str) -> str:
+        return str(self.root.resolve() / key)
+
 
 class BucketWarehouse:
     """``<bucket store>/.warehouse/``: a commit is a create-only put."""
@@ -225,6 +232,9 @@ class BucketWarehouse:
 
     def delete(self, key: str) -> None:
         self.blobs.delete(self._key(key))
+
+    def location(self, key: str) -> str:
+        return f"{self.blobs.url}/{self._key(key)}"
 
     def local_file(self, key: str) -> Path | None:
         """Downloaded once into the cache (a data file is never rewritten: its key is its version),

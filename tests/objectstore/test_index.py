@@ -129,3 +129,45 @@ def test_a_cold_reader_trusts_the_compact_object_and_the_log_past_it(
     assert {r.name: r.state for r in list_runs(url)} == {"old": "finished", "new": "finished"}
     listed = [target for method, target, _ in proxy.requests if "list-type" in target]
     assert listed and all("index-compact" in target for target in listed), listed
+
+
+def test_a_compact_object_of_the_older_json_form_is_read_and_a_damaged_one_costs_a_listing(
+    s3_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bucket an older tunetrack compacted (one JSON object of every entry) is still read by a cold
+    reader without listing the index; a newer object that is damaged is passed over: the reader lists
+    the index and fetches the entries instead, and the runs are the same."""
+    import json
+
+    from tunetrack import Tracker
+    from tunetrack.store import index
+
+    url, proxy = s3_proxy
+    monkeypatch.setattr(index, "COMPACT_AFTER", 1)
+    for name in ("a", "b"):
+        with Tracker(dir=url, name=name, system=False) as t:
+            t.log({"loss": 1.0}, step=1)
+    assert sorted(r.name for r in list_runs(url)) == ["a", "b"]
+    blobs = open_blobs(url)
+    (packed,) = [b.key for b in blobs.list_blobs(".index-compact/")]
+    assert packed.endswith(index.PACKED)
+    found = index.read_compact(packed, blobs.get(packed) or b"")
+    assert found is not None and found[1] is not None
+    entries, log_next = found
+    older = {k: {"etag": e.etag, "mtime": e.mtime, "body": e.body} for k, e in entries.items()}
+    blobs.delete(packed)
+    blobs.put(
+        ".index-compact/0000000000001-000000.json",
+        json.dumps({"entries": older, "log_next": log_next}).encode(),
+    )
+    another_machine(monkeypatch, tmp_path, "older")
+    proxy.requests.clear()
+    assert sorted(r.name for r in list_runs(url)) == ["a", "b"]
+    listed = [target for method, target, _ in proxy.requests if "list-type" in target]
+    assert listed and all("index-compact" in target for target in listed), listed
+
+    blobs.put(f".index-compact/9999999999999-000000{index.PACKED}", b"\x00damaged")
+    another_machine(monkeypatch, tmp_path, "damaged")
+    proxy.requests.clear()
+    assert sorted(r.name for r in list_runs(url)) == ["a", "b"]
+    assert any("index-compact" not in t for _, t, _ in proxy.requests if "list-type" in t)

@@ -300,7 +300,8 @@ def test_a_warm_listing_finds_new_runs_follows_live_ones_and_a_full_one_drops_de
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from tunetrack.store import index, open_store
-    from tunetrack.store.index import announce, dumps, entry_key, index_entry
+    from tunetrack.store.index import announce, entry_key, index_entry
+    from tunetrack.store.index_entries import dumps
 
     url = f"memory://listing-{time.time_ns()}/runs"
     with Tracker(dir=url, name="a", system=False) as a:

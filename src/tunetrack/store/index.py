@@ -24,17 +24,16 @@ a reader that looks for an announced entry and finds none drops it.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from . import forks
 from .blobs import Blobs, StoreUnavailable
 from .cache import ObjectCache
+from .index_entries import Entry, dumps, loads, pack, unpack
 from .process_meta import LISTED, ProcessMeta
 
 INDEX = ".index"
@@ -51,21 +50,10 @@ RECHECK_FOR = 3600.0
 COMPACT_AFTER = 50
 #: concurrent GETs when a listing fetches many entries
 FETCHERS = 16
-_STATE = "~listing.json"  # in the reader's cache (no object key starts with "~")
-
-
-def dumps(data: Any) -> bytes:
-    return json.dumps(data, allow_nan=True, default=str).encode()
-
-
-def loads(data: bytes | None) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+_STATE = "~listing.msgpack"  # in the reader's cache (no object key starts with "~")
+#: the name a compact object ends with: packed columns (``index_entries``); an older version's ends
+#: with ``.json``, one JSON object of every entry
+PACKED = ".msgpack.z"
 
 
 def log_key(n: int) -> str:
@@ -129,50 +117,41 @@ def edit_entry(run_id: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"run": {"id": run_id}, "edit": name, "body": body}
 
 
-@dataclass
-class Entry:
-    key: str
-    etag: str | None
-    mtime: float
-    body: dict[str, Any]
-
-    @property
-    def edit(self) -> tuple[str, dict[str, Any]] | None:
-        """``(name, body)`` if this is an edit's entry, else None (a process's)."""
-        name, body = self.body.get("edit"), self.body.get("body")
-        return (str(name), body) if name is not None and isinstance(body, dict) else None
-
-    @property
-    def ended(self) -> bool:
-        """Never to change again: an ended process's entry, or an edit's."""
-        return self.body.get("end") is not None or "edit" in self.body
-
-
-def created_of(entries: list[Entry]) -> float | None:
-    """When the run of ``entries`` (its processes' and edits') was created, as its processes' say."""
-    for entry in entries:
-        created = entry.body.get("run", {}).get("created") if "proc" in entry.body else None
-        if isinstance(created, int | float):
-            return float(created)
-    return None
-
-
 def write_compact(blobs: Blobs, entries: list[Entry], log_next: int) -> None:
     """One object holding every entry (the ended ones no longer change; the live ones a reader
     looks at again) and ``log_next``, where in the log they stop, so that a reader on another
     machine fetches one object instead of listing the index and fetching one per run. Best effort:
     a reader with read-only credentials simply does not write one."""
-    held = {e.key: {"etag": e.etag, "mtime": e.mtime, "body": e.body} for e in entries}
     try:
         old = sorted(b.key for b in blobs.list_blobs(f"{COMPACT}/"))
         blobs.put(
-            f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}.json",
-            dumps({"entries": held, "log_next": log_next}),
+            f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}{PACKED}",
+            pack(entries, {"log_next": log_next}, compress=True),
         )
         for key in old[:-1]:  # keep the one other readers may be fetching right now
             blobs.delete(key)
     except StoreUnavailable:
         pass
+
+
+def read_compact(key: str, data: bytes) -> tuple[dict[str, Entry], int | None] | None:
+    """The entries of a compact object and where in the log they stop (None where an older version's
+    object does not say); None if it is damaged."""
+    if key.endswith(PACKED):
+        found = unpack(data, compressed=True)
+        if found is None:
+            return None
+        log_next = found[1].get("log_next")
+        return found[0], log_next if isinstance(log_next, int) else None
+    body = loads(data)  # an older version's: one JSON object
+    if body is None:
+        return None
+    entries = {
+        key: Entry.of(key, held.get("etag"), float(held.get("mtime") or 0.0), held.get("body") or {})
+        for key, held in (body.get("entries") or {}).items()
+    }
+    log_next = body.get("log_next")
+    return entries, log_next if isinstance(log_next, int) else None
 
 
 class Listing:
@@ -192,11 +171,11 @@ class Listing:
                 self._load()
             assert self._entries is not None
             if not self._entries:  # another machine, so to speak: the compact object, else all
-                compact = self._compact_body()
+                compact = self._compact()
                 if self._from_compact(compact):
                     self._since_last_look()
                 else:
-                    self._full(compact)
+                    self._full(compact[0] if compact is not None else None)
             elif time.time() - self._full_at > FULL_EVERY:
                 self._full()
             else:
@@ -209,19 +188,16 @@ class Listing:
             return out
 
     # -- the two ways of looking -------------------------------------------------------------------
-    def _full(self, compact_body: dict[str, Any] | None = None) -> None:
+    def _full(self, compact: dict[str, Entry] | None = None) -> None:
         assert self._entries is not None
         self._log_next = int((loads(self.blobs.get(LOG_HEAD)) or {}).get("next") or 0)
         listed = [b for b in self.blobs.list_blobs(f"{INDEX}/") if run_of(b.key) is not None]
-        compact = (compact_body or {}).get("entries") or {}
         known, fetch = {}, []
         for blob in listed:
-            held = self._entries.get(blob.key)
+            held = self._entries.get(blob.key) or (compact or {}).get(blob.key)
             if held is not None and held.etag == blob.etag:
                 held.mtime = blob.mtime
                 known[blob.key] = held
-            elif (body := compact.get(blob.key)) is not None and body.get("etag") == blob.etag:
-                known[blob.key] = Entry(blob.key, blob.etag, blob.mtime, body["body"])
             else:
                 fetch.append(blob.key)
         fetched = self._fetch(fetch)
@@ -231,20 +207,17 @@ class Listing:
         if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
             self._write_compact()
 
-    def _from_compact(self, body: dict[str, Any] | None) -> bool:
+    def _from_compact(self, found: tuple[dict[str, Entry], int | None] | None) -> bool:
         """A reader that holds nothing yet trusts the newest compact object, which says where in the
         log it stops, and reads the log from there (``_since_last_look``): no LIST of the index. False
         where there is none, or one written by a version that did not say (then ``_full``)."""
-        if body is None or not isinstance(body.get("log_next"), int):
+        if found is None or found[1] is None:
             return False
         now = time.time()
-        self._entries = {}
-        for key, held in (body.get("entries") or {}).items():
-            entry = Entry(key, held.get("etag"), float(held.get("mtime") or 0.0), held.get("body") or {})
+        self._entries, self._log_next = found[0], found[1]
+        for entry in self._entries.values():
             if not entry.ended:
                 entry.mtime = now  # live when it was written: looked at again now
-            self._entries[key] = entry
-        self._log_next = body["log_next"]
         self._full_at = now
         self._save()  # this machine's next look starts from here
         return True
@@ -292,15 +265,15 @@ class Listing:
             if found is None:
                 return None
             data, blob = found
-            body = loads(data)
-            return Entry(key, blob.etag, blob.mtime, body) if body is not None else None
+            return Entry.parse(key, blob.etag, blob.mtime, data)
 
         with ThreadPoolExecutor(min(FETCHERS, len(keys))) as pool:
             return {e.key: e for e in pool.map(get, keys) if e is not None}
 
     # -- compact objects and the reader's state ---------------------------------------------------
-    def _compact_body(self) -> dict[str, Any] | None:
-        """The newest compact object (kept in the local cache: it never changes), or None."""
+    def _compact(self) -> tuple[dict[str, Entry], int | None] | None:
+        """The newest compact object's entries and log position (kept in the local cache: it never
+        changes), or None."""
         try:
             names = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
             if not names:
@@ -308,42 +281,35 @@ class Listing:
             data = self.cache.get(names[-1]) or self.blobs.get(names[-1])
         except StoreUnavailable:
             return None
-        body = loads(data)
-        if body is not None:
+        found = read_compact(names[-1], data) if data is not None else None
+        if found is not None:
             self.cache.put(names[-1], data or b"")
-        return body
+        return found
 
     def _write_compact(self) -> None:
         assert self._entries is not None
         write_compact(self.blobs, list(self._entries.values()), self._log_next)
 
     def _load(self) -> None:
-        state = loads(self.cache.get(_STATE)) or {}
+        entries, state = unpack(self.cache.get(_STATE)) or ({}, {})
         self._full_at = float(state.get("full_at") or 0.0)
         self._log_next = int(state.get("log_next") or 0)
-        self._entries = {
-            key: Entry(key, etag, float(mtime), body)
-            for key, (etag, mtime, body) in (state.get("entries") or {}).items()
-        }
+        self._entries = entries
 
     def _save(self) -> None:
         assert self._entries is not None
-        entries = {e.key: [e.etag, e.mtime, e.body] for e in self._entries.values()}
-        state = {"full_at": self._full_at, "log_next": self._log_next, "entries": entries}
-        self.cache.put(_STATE, dumps(state))
+        state = {"full_at": self._full_at, "log_next": self._log_next}
+        self.cache.put(_STATE, pack(list(self._entries.values()), state))
 
 
 __all__ = [
-    "Entry",
     "Listing",
     "announce",
-    "created_of",
-    "dumps",
     "edit_entry",
     "edit_key",
     "entry_key",
     "index_entry",
-    "loads",
+    "read_compact",
     "run_of",
     "write_compact",
 ]

@@ -17,17 +17,15 @@ from .index import (
     FETCHERS,
     INDEX,
     LOG_HEAD,
-    Entry,
     announce,
-    dumps,
     edit_entry,
     edit_key,
     entry_key,
     index_entry,
-    loads,
     run_of,
     write_compact,
 )
+from .index_entries import Entry, dumps, loads
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta
 
@@ -49,7 +47,7 @@ def rebuild(blobs: Blobs) -> int:
             blobs.delete(blob.key)
             announce(blobs, blob.key)  # a warm reader that looks for it finds none, and drops it
     now = time.time()
-    entries = [Entry(key, None, now, body) for run in written.values() for key, body in run or []]
+    entries = [Entry.of(key, None, now, body) for run in written.values() for key, body in run or []]
     write_compact(blobs, entries, int((loads(blobs.get(LOG_HEAD)) or {}).get("next") or 0))
     return len(indexed)
 

@@ -14,7 +14,7 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     <run id>/metrics.parquet, system.parquet, ...      the run's Parquet copy (replaced whole)
     .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
     .index/e-<run id>-<edit>.json                      an edit, for listings (written once)
-    .index-compact/<time>.json                         every entry in one object, and its log position
+    .index-compact/<time>.msgpack.z                    every entry in one object, and its log position
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),
@@ -39,20 +39,8 @@ from .blobs import Blob, Blobs, StoreUnavailable, open_blobs
 from .cache import ObjectCache
 from .chunks import chunk_name, cover, parse_chunk
 from .ends import EndRecord
-from .index import (
-    INDEX,
-    Entry,
-    Listing,
-    announce,
-    created_of,
-    dumps,
-    edit_entry,
-    edit_key,
-    entry_key,
-    index_entry,
-    loads,
-    run_of,
-)
+from .index import INDEX, Listing, announce, edit_entry, edit_key, entry_key, index_entry, run_of
+from .index_entries import Entry, created_of, dumps, loads
 from .local import LocalStore
 from .process_meta import ProcessMeta
 from .process_meta import read as read_meta

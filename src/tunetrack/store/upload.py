@@ -31,7 +31,8 @@ from . import layout
 from .blobs import Blobs, StoreUnavailable
 from .chunks import chunk_name, cover, parse_chunk
 from .ends import EndRecord
-from .index import announce, dumps, entry_key, index_entry
+from .index import announce, entry_key, index_entry
+from .index_entries import dumps
 from .layout import BEAT_SUFFIX
 from .process_files import ProcessFiles
 from .process_meta import ProcessMeta

@@ -17,6 +17,12 @@ Rows (medians over repetitions; targets printed as met or MISSED, never asserted
    bucket, warm (target <= 1 s).
 5. TensorBoard loading the same number of runs (one scalar each) from the same bucket
    (``EventMultiplexer.AddRunsFromDirectory`` + ``Reload``), where tensorboard and boto3 are installed.
+6. ``--only newest``: what a user opening a big bucket sees first: ``tunetrack ls --limit 20`` cold
+   (another machine: an empty cache) and warm (targets: <= 1 s), and a fresh dashboard's first screen
+   (``GET /api/runs?newest=100`` on a fresh ``tunetrack ui`` with an empty cache: target <= 2 s), with
+   the requests each makes. Seeding 100,000 runs into moto takes about half an hour, so ``--server URL
+   --prefix P`` measures a bucket seeded once and kept (``--seed-only`` seeds it and leaves the server
+   running).
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ class Moto:
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen(
+        self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -67,7 +73,7 @@ class Moto:
                 urllib.request.urlopen(f"{self.url}/moto-api/", timeout=1)
                 break
             except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
+                if time.monotonic() > deadline or self.proc.poll() is not None:  # type: ignore[union-attr]
                     raise RuntimeError("moto's server did not start") from None
                 time.sleep(0.05)
         urllib.request.urlopen(urllib.request.Request(f"{self.url}/{BUCKET}", method="PUT"), timeout=10)
@@ -86,8 +92,16 @@ class Moto:
         }
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+    @classmethod
+    def running(cls, url: str) -> Moto:
+        """A server already running (``--server``): used, never stopped."""
+        moto = cls.__new__(cls)
+        moto.url, moto.port, moto.proc = url.rstrip("/"), int(url.rstrip("/").rsplit(":", 1)[1]), None
+        return moto
 
 
 def python(code: str, *args: str, env: dict[str, str], timeout: float = 600) -> str:
@@ -380,6 +394,77 @@ def bench_api(moto: Moto, url: str, work: Path) -> dict[str, Any]:
         server.wait(timeout=15)
 
 
+# -- 6. the first screen of a big bucket -----------------------------------------------------------------
+def bench_newest(moto: Moto, work: Path, prefix: str | None, runs: int, reps: int) -> dict[str, Any]:
+    if prefix is None:
+        prefix = f"newest-{uuid.uuid4().hex[:6]}"
+        began = time.perf_counter()
+        seed(moto, prefix, runs)
+        print(f"  seeded {runs} runs in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+    url = f"s3://{BUCKET}/{prefix}"
+    env = {**moto.env(), "TUNETRACK_CACHE": str(work / "cache-newest-warm")}
+    began = time.perf_counter()
+    ls(url, env, "--limit", "20")  # the first look ever writes the compact object, where none is yet
+    out: dict[str, Any] = {"first_s": time.perf_counter() - began}
+    times: dict[str, list[float]] = {"cold": [], "warm": [], "screen": [], "screen_from_start": []}
+    for rep in range(reps):
+        cold = {**env, "TUNETRACK_CACHE": str(work / f"cache-newest-{rep}")}
+        times["cold"].append(ls(url, cold, "--limit", "20")[0])
+        times["warm"].append(ls(url, env, "--limit", "20")[0])
+        screen, from_start = first_screen(moto, url, work / f"cache-screen-{rep}")
+        times["screen"].append(screen)
+        times["screen_from_start"].append(from_start)
+        print(
+            f"  [newest {rep + 1}/{reps}] ls --limit 20 cold {times['cold'][-1]:.2f} s, warm {times['warm'][-1]:.2f} s;"
+            f" first screen {times['screen'][-1]:.2f} s",
+            file=sys.stderr,
+        )
+    sys.path.insert(0, str(ROOT / "tests"))
+    from objectstore.proxy import FaultProxy
+
+    with FaultProxy("127.0.0.1", moto.port) as proxy:
+        counted = {**moto.env(proxy.url)}
+        for name, cache in (("cold", "count-newest"), ("warm", "count-newest")):
+            proxy.requests.clear()
+            ls(url, {**counted, "TUNETRACK_CACHE": str(work / cache)}, "--limit", "20")
+            out[f"{name}_requests"] = proxy.count()
+    return {**out, "runs": runs, **{f"{k}_s": median(v) for k, v in times.items()}}
+
+
+def first_screen(moto: Moto, url: str, cache: Path) -> tuple[float, float]:
+    """Seconds from a fresh ``tunetrack ui`` answering (empty cache) to its first screen's rows, and
+    from its start."""
+    import httpx
+
+    started = time.perf_counter()
+    port = free_port()
+    env = {**os.environ, **moto.env(), "PYTHONPATH": str(SRC), "TUNETRACK_CACHE": str(cache)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tunetrack", "ui", "--dir", url, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(base + "/static/app.css", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        began = time.perf_counter()
+        rows = httpx.get(base + "/api/runs?newest=100", timeout=600).json()
+        assert len(rows) == 100, len(rows)
+        return time.perf_counter() - began, time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
 # -- 5. TensorBoard ---------------------------------------------------------------------------------------
 TB_READER = """
     import sys, time
@@ -433,9 +518,20 @@ def main() -> None:
     parser.add_argument("--runs", type=int, help="runs in the bucket for the listing rows (default 1,000)")
     parser.add_argument(
         "--only",
-        choices=["log", "live", "list", "tensorboard"],
+        choices=["log", "live", "list", "tensorboard", "newest"],
         action="append",
-        help="these rows only (repeatable)",
+        help="these rows only (repeatable; newest runs only when named)",
+    )
+    parser.add_argument(
+        "--server", help="an S3 server already running (its bucket 'bench'): not started here"
+    )
+    parser.add_argument(
+        "--prefix", help="with --server: the --runs runs already seeded there (the newest row)"
+    )
+    parser.add_argument(
+        "--seed-only",
+        action="store_true",
+        help="seed --runs runs, print the server and prefix, leave it running",
     )
     args = parser.parse_args()
     reps = args.reps or (3 if args.quick else 5)
@@ -445,7 +541,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tunetrack-objbench-"))
     os.environ.setdefault("TUNETRACK_UPLOAD_INTERVAL", "10")
     os.environ["TUNETRACK_SPOOL"] = str(work / "spool")
-    moto = Moto()
+    moto = Moto.running(args.server) if args.server else Moto()
+    if args.seed_only:
+        prefix = f"seeded-{uuid.uuid4().hex[:6]}"
+        seed(moto, prefix, runs)
+        print(f"--server {moto.url} --prefix {prefix}")
+        return
     results: dict[str, Any] = {}
     try:
         rows = {
@@ -453,9 +554,10 @@ def main() -> None:
             "live": ("2. log() to readable", lambda: bench_live(moto, work, 40 if args.quick else 80)),
             "list": ("3./4. listing", lambda: bench_list(moto, work, runs, reps)),
             "tensorboard": ("5. TensorBoard", lambda: bench_tensorboard(moto, work, runs)),
+            "newest": ("6. the first screen", lambda: bench_newest(moto, work, args.prefix, runs, reps)),
         }
         for name, (title, bench) in rows.items():
-            if not args.only or name in args.only:
+            if (not args.only and name != "newest") or (args.only and name in args.only):
                 print(title, file=sys.stderr)
                 results[name] = bench()
     finally:
@@ -501,6 +603,13 @@ def report(r: dict[str, Any]) -> None:
             )
         else:
             print(f"5. TensorBoard: {tb}")
+    if (new := r.get("newest")) is not None:
+        print(
+            f"6. {new['runs']:,} runs: ls --limit 20 cold {new['cold_s']:.2f} s ({new['cold_requests']} requests), warm {new['warm_s']:.2f} s ({new['warm_requests']} requests)  (<= 1 s: {verdict(max(new['cold_s'], new['warm_s']) <= 1.0)})"
+        )
+        print(
+            f"   a fresh dashboard's first screen (newest=100): {new['screen_s']:.2f} s after it answers, {new['screen_from_start_s']:.2f} s from its start  (<= 2 s: {verdict(new['screen_s'] <= 2.0)}); the first look ever (no compact object): {new['first_s']:.1f} s"
+        )
 
 
 if __name__ == "__main__":

@@ -193,3 +193,30 @@ def test_a_transaction_on_a_version_another_compactor_replaced_is_refused(s3_url
         tx.set_properties({"owner": "second"})
     assert again.metadata_location.endswith("/v4.metadata.json")
     assert StaticTable.from_metadata(table_url(s3_url, "runs"), s3_options()).properties["owner"] == "second"
+
+
+def test_a_deleted_runs_rows_leave_every_object_of_the_warehouse(s3_url: str, monkeypatch):
+    """In a bucket: after ``tunetrack rm`` and two compactions (the deletion recorded, then purged
+    once old enough), no object of the warehouse but its commits holds the run's id, and the Iceberg
+    tables and ``tunetrack query`` agree without it."""
+    from tunetrack.manage import purge
+
+    ids = record(s3_url, n=4)
+    assert compact(s3_url).number == 1
+    gone = ids[2]
+    assert CliRunner().invoke(cli, ["rm", gone, "--dir", s3_url, "--yes"]).exit_code == 0
+    assert compact(s3_url).number == 2
+    blobs = open_blobs(s3_url)
+
+    def holding() -> list[str]:
+        found = blobs.list_blobs(".warehouse/")
+        return [
+            b.key for b in found if "/commits/" not in b.key and gone.encode() in (blobs.get(b.key) or b"")
+        ]
+
+    assert holding()
+    monkeypatch.setattr(purge, "PURGE_AFTER", 0.0)
+    done = compact(s3_url)
+    assert done.purged is not None and done.purged.files >= 2 and done.purged.iceberg_files > 0
+    assert holding() == []
+    same_as_query(s3_url)

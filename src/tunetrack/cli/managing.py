@@ -144,6 +144,13 @@ def compact_command(dir: str | None, iceberg: bool | None) -> None:
         )
     if done.removed:
         click.echo(f"removed {done.removed} files left by a compaction that did not commit")
+    if done.purged is None:
+        click.echo("superseded files kept: the Iceberg tables lack commits (run tunetrack compact --iceberg)")
+    elif done.purged.files or done.purged.iceberg_files:
+        click.echo(
+            f"purged {done.purged.files} superseded files ({done.purged.bytes:,} bytes) and "
+            f"{done.purged.iceberg_files} files of older Iceberg snapshots"
+        )
     if done.iceberg is not None and done.iceberg.applied:
         click.echo(
             f"iceberg: {done.iceberg.applied} commits applied to the tables, "

@@ -14,10 +14,12 @@ commit (their rows in this compactor's files are then not read) and the next num
 It never removes a run's own records or copies: they stay the source of truth, and a run resumed
 after it was compacted is read from them until a later compaction covers it again. A second
 compaction with nothing new commits nothing; one that finds compacted runs deleted from the store
-since records their ids (``deleted``), so that the Iceberg tables drop their rows.
+since records their ids (``deleted``), so that the Iceberg tables drop their rows, and compacts again
+the runs that share a file with them, so that the file can be purged.
 
-Last, the commits the Iceberg tables lack are applied to them (``manage.iceberg``): by default when
-pyiceberg is installed and the store is a folder.
+Then the commits the Iceberg tables lack are applied to them (``manage.iceberg``): by default when
+pyiceberg is installed and it can write the store. Last, files no reader reads any more (superseded by
+later commits, or holding a deleted run's rows) are removed a while after (``manage.purge``).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ from ..reader.parquet import sources, stamped_sources, writer_options
 from ..states import State
 from ..store import Store, layout
 from ..store.warehouse import Warehouse, data_key, warehouse_of
-from .iceberg import Published, available, publish, writable
+from .iceberg import Published, available, exists, publish, writable
 from .parquet import write_copies
+from .purge import Purged, deleted_at, purge, rewritten
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -97,6 +100,7 @@ class Compaction:
     seconds: float = 0.0
     iceberg: Published | None = None  # what was applied to the Iceberg tables; None: not published
     iceberg_skipped: str | None = None  # why not, where pyiceberg is installed (a bucket store)
+    purged: Purged | None = None  # superseded files removed; None: not while the Iceberg tables lag
 
 
 def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | None = None) -> Compaction:
@@ -110,6 +114,9 @@ def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | Non
     pending = write_files(store, warehouse)
     number = commit(warehouse, pending) if pending.runs or pending.deleted else None
     published, skipped = _publish(store, iceberg)
+    tables = exists(store)
+    lagging = published is None and tables  # their older snapshots may still name the files
+    purged = None if lagging else purge(store, warehouse, commits(warehouse), tables)
     return Compaction(
         number,
         runs=len(pending.runs) if number is not None else 0,
@@ -121,6 +128,7 @@ def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | Non
         seconds=time.monotonic() - started,
         iceberg=published,
         iceberg_skipped=skipped,
+        purged=purged,
     )
 
 
@@ -161,7 +169,12 @@ def write_files(store: Store, warehouse: Warehouse) -> Pending:
     done = covered(found)
     present = all_runs(store)
     pending.deleted = sorted(set(done) - {r.id for r in present})
-    todo = [r for r in present if r.state != State.RUNNING and done.get(r.id) != sources(r)]
+    # the runs that share a file still read with a deleted run's rows: compacted again, so that the
+    # file is superseded and purged, and the deleted run's rows with it
+    again = rewritten(found, set(pending.deleted) | set(deleted_at(found)))
+    todo = [
+        r for r in present if r.state != State.RUNNING and (done.get(r.id) != sources(r) or r.id in again)
+    ]
     todo.sort(key=lambda r: (*_partition(r), r.id))
     for (project, month), group in groupby(todo, key=_partition):
         files = {t: _Files(warehouse, t, project or None, month) for t in layout.PARQUET_TABLES}

@@ -200,8 +200,8 @@ def _apply(
         else:
             whole = []
             for file in commit.get("files") or []:
-                if file["table"] != name:
-                    continue
+                if file["table"] != name or not warehouse.has_data(file["path"]):
+                    continue  # another table's, or purged: a later commit holds its runs' rows
                 path = warehouse.location(file["path"])
                 if set(file["runs"]) <= set(mine):
                     whole.append(path)
@@ -210,6 +210,51 @@ def _apply(
             if whole:
                 tx.add_files(whole, snapshot_properties=props)
         tx.set_properties({**props, **NO_RETRY})  # NO_RETRY: for tables made before it was set
+
+
+def exists(store: Store) -> bool:
+    """Whether the store has Iceberg tables (a purge must then wait for them to hold every commit)."""
+    if isinstance(store, LocalStore):
+        return (folder(store) / CATALOG_FILE).exists()
+    blobs = getattr(store, "blobs", None)
+    return blobs is not None and bool(blobs.list_dirs(f"{WAREHOUSE}/{ICEBERG}/{NAMESPACE}/"))
+
+
+def tidy(store: Store, warehouse: Warehouse, before: float) -> tuple[set[str], int]:
+    """Expire each table's snapshots made before ``before`` (unix time; the current one is kept),
+    remove what Iceberg wrote before then that no remaining snapshot names (data files, manifests,
+    manifest lists), and return every data file the remaining snapshots name, with how many files
+    were removed. A table another compactor changed meanwhile is left for the next compaction."""
+    from datetime import UTC, datetime
+
+    from pyiceberg.exceptions import CommitFailedException, NoSuchTableError
+
+    catalog = open_catalog(store)
+    named: set[str] = set()
+    removed = 0
+    with _one_at_a_time(store):
+        for name in TABLES:
+            try:
+                table = catalog.load_table(f"{NAMESPACE}.{name}")
+                when = datetime.fromtimestamp(before, tz=UTC)
+                table.maintenance.expire_snapshots().older_than(when).commit()
+            except NoSuchTableError:
+                continue
+            except CommitFailedException:
+                pass
+            table = catalog.load_table(f"{NAMESPACE}.{name}")
+            data = set(table.inspect.all_data_files().column("file_path").to_pylist())
+            kept = data | set(table.inspect.all_manifests().column("path").to_pylist())
+            kept |= {snapshot.manifest_list for snapshot in table.snapshots()}
+            named |= data
+            for part in ("data", "metadata"):
+                for key, written in warehouse.data_files(f"{ICEBERG}/{NAMESPACE}/{name}/{part}"):
+                    if part == "metadata" and not key.endswith(".avro"):
+                        continue  # the table's versions: the newest is what readers open
+                    if written < before and warehouse.location(key) not in kept:
+                        warehouse.delete(key)
+                        removed += 1
+    return named, removed
 
 
 def _only(table: Any, path: str, runs: set[str]) -> Any:
@@ -233,7 +278,9 @@ __all__ = [
     "IcebergError",
     "Published",
     "available",
+    "exists",
     "open_catalog",
     "publish",
+    "tidy",
     "writable",
 ]

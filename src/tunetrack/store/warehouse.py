@@ -80,8 +80,9 @@ class Warehouse(Protocol):
 
     def has_data(self, key: str) -> bool: ...
 
-    def data_files(self) -> list[tuple[str, float]]:
-        """``(key, unix time written)`` of every data file, committed or not."""
+    def data_files(self, under: str | None = None) -> list[tuple[str, float]]:
+        """``(key, unix time written)`` of every data file, committed or not; with ``under``, of
+        every file in that folder of the warehouse (the files Iceberg wrote for a table)."""
         ...
 
     def delete(self, key: str) -> None: ...
@@ -158,9 +159,9 @@ class FolderWarehouse:
     def has_data(self, key: str) -> bool:
         return (self.root / key).is_file()
 
-    def data_files(self) -> list[tuple[str, float]]:
+    def data_files(self, under: str | None = None) -> list[tuple[str, float]]:
         out = []
-        for folder, dirs, files in os.walk(self.root):
+        for folder, dirs, files in os.walk(self.root / under if under else self.root):
             if Path(folder) == self.root:
                 dirs[:] = [d for d in dirs if d not in (COMMITS, ICEBERG)]
             for name in files:
@@ -222,12 +223,12 @@ class BucketWarehouse:
     def has_data(self, key: str) -> bool:
         return self.blobs.head(self._key(key)) is not None
 
-    def data_files(self) -> list[tuple[str, float]]:
+    def data_files(self, under: str | None = None) -> list[tuple[str, float]]:
         prefix = f"{WAREHOUSE}/"
         return [
             (b.key[len(prefix) :], b.mtime)
-            for b in self.blobs.list_blobs(prefix)
-            if not b.key[len(prefix) :].startswith((f"{COMMITS}/", f"{ICEBERG}/"))
+            for b in self.blobs.list_blobs(f"{prefix}{under}/" if under else prefix)
+            if under or not b.key[len(prefix) :].startswith((f"{COMMITS}/", f"{ICEBERG}/"))
         ]
 
     def delete(self, key: str) -> None:

@@ -866,7 +866,8 @@ ELSEWHERE = {
     "tunetrack report": "tests/test_report.py, tests/ui/test_report_browser.py",
     "tunetrack import": "tests/bridges/test_import.py",
     "tunetrack parquet": "tests/test_parquet.py",
-    "tunetrack compact": "tests/test_compact.py, tests/objectstore/test_compact.py",
+    "tunetrack compact": "tests/test_compact.py, tests/test_purge.py, tests/test_iceberg.py, "
+    "tests/objectstore/test_compact.py, tests/objectstore/test_iceberg.py",
     "tunetrack reindex": "tests/test_folder_index.py, tests/objectstore/test_index.py",
     "tunetrack checkpoints sft-llama --suite lm-eval": "tests/test_evaluations.py, tests/e2e/lmeval/test_lm_eval.py",
     "tunetrack watch": "tests/test_alerts.py",

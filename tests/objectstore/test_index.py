@@ -105,9 +105,9 @@ def test_reindex_drops_the_entries_of_runs_gone(
 def test_a_cold_reader_trusts_the_compact_object_and_the_log_past_it(
     s3_proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Another machine lists the bucket from the newest compact object and the log written since:
-    a run started after the object, and one deleted after it, are as they are now, and the index is
-    never listed."""
+    """Another machine lists the bucket from the newest compact object (named by a pointer) and the
+    log written since: a run started after the object, and one deleted after it, are as they are now,
+    and nothing is listed."""
     from tunetrack import Tracker
     from tunetrack.manage import delete_runs
     from tunetrack.store import index
@@ -128,7 +128,8 @@ def test_a_cold_reader_trusts_the_compact_object_and_the_log_past_it(
     proxy.requests.clear()
     assert {r.name: r.state for r in list_runs(url)} == {"old": "finished", "new": "finished"}
     listed = [target for method, target, _ in proxy.requests if "list-type" in target]
-    assert listed and all("index-compact" in target for target in listed), listed
+    assert listed == []  # the object the pointer names is fetched: nothing is listed at all
+    assert any(index.NEWEST in target for method, target, _ in proxy.requests if method == "GET")
 
 
 def test_a_compact_object_of_the_older_json_form_is_read_and_a_damaged_one_costs_a_listing(
@@ -171,3 +172,33 @@ def test_a_compact_object_of_the_older_json_form_is_read_and_a_damaged_one_costs
     proxy.requests.clear()
     assert sorted(r.name for r in list_runs(url)) == ["a", "b"]
     assert any("index-compact" not in t for _, t, _ in proxy.requests if "list-type" in t)
+
+
+def test_a_readers_state_is_what_changed_since_the_compact_object_it_read(
+    s3_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold reader saves no copy of the compact object's entries, only what changed since (here
+    nothing), and its next process lists the same from the cached object and that change, with one
+    request; a state whose compact object left the cache is looked at afresh."""
+    from tunetrack import Tracker
+    from tunetrack.store import index
+    from tunetrack.store.cache import ObjectCache
+
+    monkeypatch.setattr(index, "COMPACT_AFTER", 1)
+    for name in ("a", "b", "c"):
+        with Tracker(dir=s3_url, name=name, system=False) as t:
+            t.log({"loss": 1.0}, step=1)
+    assert len(list_runs(s3_url)) == 3  # writes the compact object
+    another_machine(monkeypatch, tmp_path, "cold")
+    blobs = open_blobs(s3_url)
+    first = index.Listing(blobs, ObjectCache(s3_url)).runs()
+    assert len(first) == 3
+    (state,) = Path(os.environ["TUNETRACK_CACHE"]).rglob(index._STATE)
+    (kept,) = Path(os.environ["TUNETRACK_CACHE"]).rglob(f"*{index.PACKED}")
+    assert state.stat().st_size < 200 < kept.stat().st_size  # no entry saved twice
+    again = index.Listing(blobs, ObjectCache(s3_url)).runs()
+    assert {r: [e.body for e in es] for r, es in again.items()} == {
+        r: [e.body for e in es] for r, es in first.items()
+    }
+    kept.unlink()
+    assert len(index.Listing(blobs, ObjectCache(s3_url)).runs()) == 3  # the object fetched again

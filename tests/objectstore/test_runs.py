@@ -211,15 +211,16 @@ def test_listing_costs_a_few_requests_and_a_second_look_downloads_nothing_old(
         float(i) for i in range(60)
     }
     first = proxy.count()
-    # the first listing ever: the log's head, the index and the (absent) compact objects listed, each
-    # entry fetched once, and the ended entries written into one compact object
-    assert proxy.count("GET") == 60 + 4 and proxy.count("PUT") == 1, proxy.requests
+    # the first listing ever: the (absent) pointer to the newest compact object, the log's head, the
+    # index and the (absent) compact objects listed, each entry fetched once, and the ended entries
+    # written into one compact object, and the pointer to it
+    assert proxy.count("GET") == 60 + 5 and proxy.count("PUT") == 2, proxy.requests
     proxy.requests.clear()
     monkeypatch.setenv("TUNETRACK_CACHE", str(Path(os.environ["TUNETRACK_CACHE"]).parent / "other-machine"))
     assert len(list_runs(dir=url)) == 60
-    assert proxy.count() == 3, (
-        proxy.requests
-    )  # another machine: a LIST of the compact objects, the newest, the log past it
+    # another machine: the pointer, the compact object it names, the log past it (nothing listed)
+    assert proxy.count() == 3, proxy.requests
+    assert not [target for _, target, _ in proxy.requests if "list-type" in target]
     proxy.requests.clear()
     assert len(list_runs(dir=url)) == 60
     assert proxy.count() == 1, proxy.requests  # a second look: the next log record, not there

@@ -24,6 +24,7 @@ a reader that looks for an announced entry and finds none drops it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -54,6 +55,8 @@ _STATE = "~listing.msgpack"  # in the reader's cache (no object key starts with 
 #: the name a compact object ends with: packed columns (``index_entries``); an older version's ends
 #: with ``.json``, one JSON object of every entry
 PACKED = ".msgpack.z"
+#: names the newest compact object, so that a cold reader GETs it instead of LISTing them
+NEWEST = f"{COMPACT}-newest.json"
 
 
 def log_key(n: int) -> str:
@@ -117,21 +120,22 @@ def edit_entry(run_id: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
     return {"run": {"id": run_id}, "edit": name, "body": body}
 
 
-def write_compact(blobs: Blobs, entries: list[Entry], log_next: int) -> None:
+def write_compact(blobs: Blobs, entries: list[Entry], log_next: int) -> tuple[str, bytes] | None:
     """One object holding every entry (the ended ones no longer change; the live ones a reader
     looks at again) and ``log_next``, where in the log they stop, so that a reader on another
-    machine fetches one object instead of listing the index and fetching one per run. Best effort:
-    a reader with read-only credentials simply does not write one."""
+    machine fetches one object instead of listing the index and fetching one per run; its key and
+    bytes. Best effort: a reader with read-only credentials simply does not write one (None)."""
+    key = f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}{PACKED}"
+    data = pack(entries, {"log_next": log_next}, compress=True)
     try:
         old = sorted(b.key for b in blobs.list_blobs(f"{COMPACT}/"))
-        blobs.put(
-            f"{COMPACT}/{int(time.time() * 1000):016d}-{uuid.uuid4().hex[:6]}{PACKED}",
-            pack(entries, {"log_next": log_next}, compress=True),
-        )
-        for key in old[:-1]:  # keep the one other readers may be fetching right now
-            blobs.delete(key)
+        blobs.put(key, data)
+        blobs.put(NEWEST, dumps({"key": key}))
+        for name in old[:-1]:  # keep the one other readers may be fetching right now
+            blobs.delete(name)
     except StoreUnavailable:
-        pass
+        return None
+    return key, data
 
 
 def read_compact(key: str, data: bytes) -> tuple[dict[str, Entry], int | None] | None:
@@ -163,6 +167,10 @@ class Listing:
         self._entries: dict[str, Entry] | None = None
         self._full_at = 0.0
         self._log_next = 0  # the first log record this reader has not read
+        #: the compact object this machine's saved state is a change of (kept in the cache), and
+        #: what it holds of each entry: the state saves only what differs
+        self._base: str | None = None
+        self._base_seen: dict[str, tuple[str | None, float]] = {}
 
     def runs(self) -> dict[str, list[Entry]]:
         """Every run with an index entry: ``run id -> its processes' entries``."""
@@ -203,9 +211,9 @@ class Listing:
         fetched = self._fetch(fetch)
         self._entries = {**known, **fetched}
         self._full_at = time.time()
-        self._save()
         if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
             self._write_compact()
+        self._save()
 
     def _from_compact(self, found: tuple[dict[str, Entry], int | None] | None) -> bool:
         """A reader that holds nothing yet trusts the newest compact object, which says where in the
@@ -251,10 +259,10 @@ class Listing:
                 self._entries[key] = fetched[key]
             else:
                 self._entries.pop(key, None)  # deleted
-        if fetch:
-            self._save()
         if sum(e.ended for e in fetched.values()) >= COMPACT_AFTER:
             self._write_compact()  # the next cold reader reads less log
+        if fetch:
+            self._save()
 
     def _fetch(self, keys: list[str]) -> dict[str, Entry]:
         if not keys:
@@ -273,33 +281,72 @@ class Listing:
     # -- compact objects and the reader's state ---------------------------------------------------
     def _compact(self) -> tuple[dict[str, Entry], int | None] | None:
         """The newest compact object's entries and log position (kept in the local cache: it never
-        changes), or None."""
+        changes), or None: the one ``NEWEST`` names, else (an older version wrote them, or it was
+        removed meanwhile) the newest a LIST finds."""
+        listed = False
         try:
-            names = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
-            if not names:
-                return None
-            data = self.cache.get(names[-1]) or self.blobs.get(names[-1])
+            pointer = (loads(self.blobs.get(NEWEST)) or {}).get("key")
+            key = pointer if isinstance(pointer, str) and pointer.startswith(f"{COMPACT}/") else None
+            data = (self.cache.get(key) or self.blobs.get(key)) if key is not None else None
+            if data is None:
+                names = sorted(b.key for b in self.blobs.list_blobs(f"{COMPACT}/"))
+                if not names:
+                    return None
+                key, listed = names[-1], True
+                data = self.cache.get(key) or self.blobs.get(key)
         except StoreUnavailable:
             return None
-        found = read_compact(names[-1], data) if data is not None else None
+        if key is None or data is None:
+            return None
+        found = read_compact(key, data)
         if found is not None:
-            self.cache.put(names[-1], data or b"")
+            self.cache.put(key, data)
+            self._rebase(key, found[0])
+            if listed and key.endswith(PACKED):  # the next cold reader lists nothing
+                with contextlib.suppress(StoreUnavailable):
+                    self.blobs.put(NEWEST, dumps({"key": key}))
         return found
 
     def _write_compact(self) -> None:
         assert self._entries is not None
-        write_compact(self.blobs, list(self._entries.values()), self._log_next)
+        written = write_compact(self.blobs, list(self._entries.values()), self._log_next)
+        if written is not None:
+            self.cache.put(*written)
+            self._rebase(written[0], self._entries)
+
+    def _rebase(self, key: str, entries: dict[str, Entry]) -> None:
+        self._base = key
+        self._base_seen = {k: (e.etag, e.mtime) for k, e in entries.items()}
 
     def _load(self) -> None:
-        entries, state = unpack(self.cache.get(_STATE)) or ({}, {})
+        """This machine's state: the compact object it builds on, with what changed since."""
+        changed, state = unpack(self.cache.get(_STATE)) or ({}, {})
+        base = state.get("base")
+        found = read_compact(base, self.cache.get(base) or b"") if isinstance(base, str) else None
+        if isinstance(base, str) and found is None:  # the base is gone from the cache: look afresh
+            self._entries = {}
+            return
+        entries = found[0] if found is not None else {}
+        if found is not None and isinstance(base, str):
+            self._rebase(base, entries)
+        for key in state.get("removed") or []:
+            entries.pop(key, None)
+        entries.update(changed)
+        self._entries = entries
         self._full_at = float(state.get("full_at") or 0.0)
         self._log_next = int(state.get("log_next") or 0)
-        self._entries = entries
 
     def _save(self) -> None:
         assert self._entries is not None
-        state = {"full_at": self._full_at, "log_next": self._log_next}
-        self.cache.put(_STATE, pack(list(self._entries.values()), state))
+        seen = self._base_seen
+        changed = [e for e in self._entries.values() if seen.get(e.key) != (e.etag, e.mtime)]
+        state = {
+            "full_at": self._full_at,
+            "log_next": self._log_next,
+            "base": self._base,
+            "removed": [key for key in seen if key not in self._entries],
+        }
+        self.cache.put(_STATE, pack(changed, state))
 
 
 __all__ = [

@@ -15,6 +15,7 @@ makes each chunk self-delimiting. Keys, relative to the store's URL::
     .index/<start ms>-<run id>-<proc>.json             what listings read (rewritten at every upload)
     .index/e-<run id>-<edit>.json                      an edit, for listings (written once)
     .index-compact/<time>.msgpack.z                    every entry in one object, and its log position
+    .index-compact-newest.json                         the name of the newest one
     .jobs/<digest>.json                                a distributed job's run id
 
 Readers read a process's chunks in order (a longer chunk that covers shorter ones replaces them),

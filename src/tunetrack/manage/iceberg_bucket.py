@@ -8,8 +8,8 @@ catalog lays out a table (what Spark's ``hadoop`` catalog, DuckDB's ``iceberg_sc
 
 A transaction on version N is committed as version N+1 by a create-only put, so two compactors never
 both commit it: the second's put is refused, ``CommitFailedException`` is raised as a SQL catalog
-raises it, and ``publish`` rebuilds its transaction on the newer table. The newest version is the hint's, or any later one put by
-a compactor that died before moving the hint. pyiceberg does the rest (manifests, snapshots, data
+raises it, and ``publish`` rebuilds its transaction on the newer table. The newest version is the
+hint's, or any later one put by a compactor that died before moving the hint. pyiceberg does the rest (manifests, snapshots, data
 files) over the bucket through its own FileIO, pointed at the endpoint and region the store's client
 reads from the environment.
 """

@@ -1,7 +1,8 @@
 """``tunetrack compact`` on the loopback S3 server: two compactors (processes of their own) racing each
 other while a third process finishes runs and resumes one beside them; ``tunetrack query`` then gives
 exactly the rows the runs' records give (nothing lost, nothing twice), before and after a last
-compaction, and so do the Iceberg tables they raced to publish. And the create-only commit: two compactors that chose the same runs commit them once."""
+compaction, and so do the Iceberg tables they raced to publish. And the create-only commit: two compactors that chose the same runs commit them once; a compactor SIGKILLed before its commit, or
+before its tables, and the next one that finishes its work."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tunetrack.reader import list_runs
 from tunetrack.reader.compacted import commits, covered
 from tunetrack.reader.find import store_at
 from tunetrack.reader.parquet import sources
+from tunetrack.store.blobs import open_blobs
 from tunetrack.store.warehouse import warehouse_of
 
 from .test_iceberg import same_as_query
@@ -119,3 +121,47 @@ def test_two_compactors_with_the_same_runs_commit_them_once(s3_url: str):
     same(answers(s3_url), truth(s3_url))
     started = time.time()
     assert compact(s3_url).number is None and time.time() - started < 30
+
+
+KILLED = """
+import sys, time
+from tunetrack.manage.compact import write_files
+from tunetrack.reader.find import store_at
+from tunetrack.store.warehouse import warehouse_of
+store = store_at(sys.argv[1])
+pending = write_files(store, warehouse_of(store))
+print(len(pending.files), flush=True)
+time.sleep(600)  # killed here: its files uploaded, its commit never made
+"""
+
+
+def test_a_compactor_killed_before_its_commit_and_one_killed_before_its_tables(s3_url: str):
+    """A compactor process SIGKILLed after uploading its files: nothing a reader uses changes, and
+    the next compaction commits the runs (its orphans removed once old enough). One that died after
+    its commit and before the Iceberg tables (``--no-iceberg`` stands for it): the next one brings
+    the tables up to date. Every answer equals the runs' records."""
+    ids = record(s3_url, ["a", "b", "c"])
+    want = truth(s3_url)
+    killed = spawn_script(KILLED, s3_url)
+    assert killed.stdout is not None
+    line = killed.stdout.readline()  # blocks until its files are uploaded
+    assert int(line) > 0, killed.stderr.read() if killed.stderr else ""
+    killed.kill()
+    killed.wait(timeout=30)
+    warehouse = warehouse_of(store_at(s3_url))
+    orphans = warehouse.data_files()
+    assert orphans and commits(warehouse) == []
+    same(answers(s3_url), want)
+    assert read_from(s3_url)[1] == 0  # nothing read from the orphans
+
+    done = compact(s3_url, orphan_age=0.0, iceberg=False)
+    assert done.number == 1 and done.runs == 3 and done.removed == len(orphans)
+    assert not {key for key, _ in orphans} & {key for key, _ in warehouse.data_files()}
+    same(answers(s3_url), want)
+    assert read_from(s3_url)[1] > 0
+    assert not open_blobs(s3_url).list_blobs(".warehouse/iceberg/")  # the tables never made
+
+    done = compact(s3_url)
+    assert done.number is None and done.iceberg is not None and done.iceberg.applied == 4
+    same_as_query(s3_url)
+    assert {r.id for r in list_runs(s3_url)} == set(ids)

@@ -1,7 +1,8 @@
 """``tunetrack compact`` on the loopback S3 server: two compactors (processes of their own) racing each
 other while a third process finishes runs and resumes one beside them; ``tunetrack query`` then gives
 exactly the rows the runs' records give (nothing lost, nothing twice), before and after a last
-compaction, and so do the Iceberg tables they raced to publish. And the create-only commit: two compactors that chose the same runs commit them once; a compactor SIGKILLed before its commit, or
+compaction, and so do the Iceberg tables they raced to publish. And the create-only commit: two
+compactors that chose the same runs commit them once; a compactor SIGKILLed before its commit, or
 before its tables, and the next one that finishes its work."""
 
 from __future__ import annotations

@@ -93,9 +93,10 @@ def purge(
     """Remove the files superseded ``PURGE_AFTER`` seconds ago or more (see the module); ``iceberg``:
     whether the store has Iceberg tables (they were just brought up to date)."""
     now = time.time() if now is None else now
-    due = [
-        f for f, since in superseded(found) if now - since >= PURGE_AFTER and warehouse.has_data(f["path"])
-    ]
+    due = [f for f, since in superseded(found) if now - since >= PURGE_AFTER]
+    if due:  # those not purged already: one listing, not a look per file ever purged
+        present = {key for key, _ in warehouse.data_files()}
+        due = [f for f in due if f["path"] in present]
     out = Purged()
     named: set[str] = set()
     if iceberg and due:

@@ -144,8 +144,11 @@ def compact_command(dir: str | None, iceberg: bool | None) -> None:
         )
     if done.removed:
         click.echo(f"removed {done.removed} files left by a compaction that did not commit")
-    if done.purged is None:
-        click.echo("superseded files kept: the Iceberg tables lack commits (run tunetrack compact --iceberg)")
+    if done.purged.kept:
+        click.echo(
+            f"kept {done.purged.kept} superseded files: the Iceberg tables were not updated "
+            "(tunetrack compact without --no-iceberg, with pyiceberg installed, purges them)"
+        )
     elif done.purged.files or done.purged.iceberg_files:
         click.echo(
             f"purged {done.purged.files} superseded files ({done.purged.bytes:,} bytes) and "

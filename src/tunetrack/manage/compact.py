@@ -100,7 +100,7 @@ class Compaction:
     seconds: float = 0.0
     iceberg: Published | None = None  # what was applied to the Iceberg tables; None: not published
     iceberg_skipped: str | None = None  # why not, where pyiceberg is installed (a bucket store)
-    purged: Purged | None = None  # superseded files removed; None: not while the Iceberg tables lag
+    purged: Purged = field(default_factory=Purged)  # superseded files removed (or kept, and why)
 
 
 def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | None = None) -> Compaction:
@@ -115,8 +115,8 @@ def compact(dir: Dir = None, orphan_age: float = ORPHAN_AGE, iceberg: bool | Non
     number = commit(warehouse, pending) if pending.runs or pending.deleted else None
     published, skipped = _publish(store, iceberg)
     tables = exists(store)
-    lagging = published is None and tables  # their older snapshots may still name the files
-    purged = None if lagging else purge(store, warehouse, commits(warehouse), tables)
+    updated = None if published is None and tables else tables  # None: tables this run left as they were
+    purged = purge(store, warehouse, commits(warehouse), updated)
     return Compaction(
         number,
         runs=len(pending.runs) if number is not None else 0,

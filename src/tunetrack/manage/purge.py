@@ -33,6 +33,7 @@ class Purged:
     files: int = 0  # compacted files removed
     bytes: int = 0
     iceberg_files: int = 0  # files Iceberg wrote that no snapshot names any more
+    kept: int = 0  # superseded files kept: the Iceberg tables were not brought up to date
 
 
 def newest(found: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -87,17 +88,21 @@ def purge(
     store: Store,
     warehouse: Warehouse,
     found: Sequence[dict[str, Any]],
-    iceberg: bool,
+    iceberg: bool | None,
     now: float | None = None,
 ) -> Purged:
-    """Remove the files superseded ``PURGE_AFTER`` seconds ago or more (see the module); ``iceberg``:
-    whether the store has Iceberg tables (they were just brought up to date)."""
+    """Remove the files superseded ``PURGE_AFTER`` seconds ago or more (see the module). ``iceberg``:
+    whether the store has Iceberg tables, just brought up to date; None where it has some this
+    compaction did not update (their older snapshots may name the files: they are kept)."""
     now = time.time() if now is None else now
     due = [f for f, since in superseded(found) if now - since >= PURGE_AFTER]
     if due:  # those not purged already: one listing, not a look per file ever purged
         present = {key for key, _ in warehouse.data_files()}
         due = [f for f in due if f["path"] in present]
     out = Purged()
+    if iceberg is None:
+        out.kept = len(due)
+        return out
     named: set[str] = set()
     if iceberg and due:
         named, out.iceberg_files = tidy(store, warehouse, now - PURGE_AFTER)

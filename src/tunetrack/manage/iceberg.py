@@ -60,7 +60,7 @@ RETRIES = 50
 
 
 class IcebergError(TunetrackError):
-    """The Iceberg tables could not be written (pyiceberg missing, a bucket store, a catalog that
+    """The Iceberg tables could not be written (pyiceberg missing, a store it cannot write, a catalog that
     kept refusing commits)."""
 
 

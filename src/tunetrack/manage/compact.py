@@ -99,7 +99,9 @@ class Compaction:
     removed: int = 0  # data files of dead compactors removed
     seconds: float = 0.0
     iceberg: Published | None = None  # what was applied to the Iceberg tables; None: not published
-    iceberg_skipped: str | None = None  # why not, where pyiceberg is installed (a store pyiceberg cannot write)
+    iceberg_skipped: str | None = (
+        None  # why not, where pyiceberg is installed (a store pyiceberg cannot write)
+    )
     purged: Purged = field(default_factory=Purged)  # superseded files removed (or kept, and why)
 
 
